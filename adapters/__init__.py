@@ -1,0 +1,1 @@
+"""Broker dialects: everything broker-specific, and the only place that imports stomp.py."""

@@ -1,0 +1,1 @@
+"""Broker launchers, the pytest plugin and the JMS conformance suite."""

@@ -1,0 +1,1 @@
+"""pytest plugin: broker fixtures and markers (being written)."""

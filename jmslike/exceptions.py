@@ -1,0 +1,114 @@
+"""The one exception tree of jmslike, with JMS's own names.
+
+Every error an application can see is a :class:`JMSException`, so ported Java code that catches
+``JMSException`` keeps working. Broker errors are chained (``raise ... from``) so the original ERROR
+frame stays visible in tracebacks.
+"""
+
+from __future__ import annotations
+
+
+class JMSException(Exception):
+    """Base of every jmslike error; ``errorCode`` mirrors ``JMSException.getErrorCode()``."""
+
+    def __init__(self, reason: str, errorCode: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.errorCode = errorCode
+
+    def getErrorCode(self) -> str | None:
+        return self.errorCode
+
+    def getLinkedException(self) -> BaseException | None:
+        """JMS 1.1 linked exception: here the chained cause."""
+        return self.__cause__
+
+
+class IllegalStateException(JMSException):
+    """A method was called at a time the JMS state machine does not allow it."""
+
+
+class InvalidClientIDException(JMSException):
+    """The client ID is malformed or already in use by another live connection."""
+
+
+class InvalidDestinationException(JMSException):
+    """The destination is not understood, not valid for the call, or does not exist."""
+
+
+class InvalidSelectorException(JMSException):
+    """A message selector does not follow the JMS selector grammar."""
+
+
+class JMSSecurityException(JMSException):
+    """Authentication failed, or the user may not do what was asked."""
+
+
+class MessageEOFException(JMSException):
+    """A StreamMessage or BytesMessage was read past its end."""
+
+
+class MessageFormatException(JMSException):
+    """A value has a type JMS does not allow here, or cannot be converted as asked."""
+
+
+class MessageNotReadableException(JMSException):
+    """The message body is write-only (not yet sent, or not reset)."""
+
+
+class MessageNotWriteableException(JMSException):
+    """The message body or properties are read-only (a received message)."""
+
+
+class ResourceAllocationException(JMSException):
+    """The broker or the client ran out of a resource (memory, connections, window)."""
+
+
+class TransactionInProgressException(JMSException):
+    """The operation is not allowed while a transaction is in progress."""
+
+
+class TransactionRolledBackException(JMSException):
+    """A commit could not complete and the transaction was rolled back instead."""
+
+
+class UnsupportedFeatureException(JMSException):
+    """The broker cannot keep this JMS promise, so jmslike refuses instead of silently downgrading."""
+
+    def __init__(self, broker: str, feature: str, detail: str = "") -> None:
+        text = f"{broker} does not support {feature}"
+        if detail:
+            text += f": {detail}"
+        super().__init__(text)
+        self.broker = broker
+        self.feature = feature
+
+
+class ConnectionLostException(JMSException):
+    """The connection to the broker dropped; ``retriable`` says whether reconnecting may help."""
+
+    retriable = True
+
+
+class JMSTimeoutException(JMSException, TimeoutError):
+    """A wait for the broker (receipt, connect) ran past its deadline."""
+
+
+__all__ = [
+    "ConnectionLostException",
+    "IllegalStateException",
+    "InvalidClientIDException",
+    "InvalidDestinationException",
+    "InvalidSelectorException",
+    "JMSException",
+    "JMSSecurityException",
+    "JMSTimeoutException",
+    "MessageEOFException",
+    "MessageFormatException",
+    "MessageNotReadableException",
+    "MessageNotWriteableException",
+    "ResourceAllocationException",
+    "TransactionInProgressException",
+    "TransactionRolledBackException",
+    "UnsupportedFeatureException",
+]

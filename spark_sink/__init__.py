@@ -1,0 +1,1 @@
+"""Spark Structured Streaming source and writer fed by durable subscriptions."""
