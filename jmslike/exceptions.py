@@ -52,6 +52,14 @@ class MessageFormatException(JMSException):
     """A value has a type JMS does not allow here, or cannot be converted as asked."""
 
 
+class NumberFormatException(MessageFormatException, ValueError):
+    """A String value does not parse as the number asked for (Java's ``NumberFormatException``).
+
+    Java throws it outside the JMS tree; here it is also a :class:`MessageFormatException`, so code that
+    catches JMS errors sees it, and a ``ValueError``, so Python code that catches parse errors does too.
+    """
+
+
 class MessageNotReadableException(JMSException):
     """The message body is write-only (not yet sent, or not reset)."""
 
@@ -84,6 +92,11 @@ class UnsupportedFeatureException(JMSException):
         self.feature = feature
 
 
+class UnsupportedOperationException(JMSException):
+    """The call does not fit how the object was created (e.g. naming a destination on a producer that
+    already has one); Java throws ``java.lang.UnsupportedOperationException`` here."""
+
+
 class ConnectionLostException(JMSException):
     """The connection to the broker dropped; ``retriable`` says whether reconnecting may help."""
 
@@ -107,8 +120,10 @@ __all__ = [
     "MessageFormatException",
     "MessageNotReadableException",
     "MessageNotWriteableException",
+    "NumberFormatException",
     "ResourceAllocationException",
     "TransactionInProgressException",
     "TransactionRolledBackException",
     "UnsupportedFeatureException",
+    "UnsupportedOperationException",
 ]
