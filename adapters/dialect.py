@@ -1,0 +1,267 @@
+"""What every STOMP broker shares: the base dialect the broker adapters specialise.
+
+The defaults here follow the STOMP 1.1/1.2 specifications and the header names all three brokers use
+for JMS fields (``persistent``, ``priority``, ``correlation-id``, ``reply-to``, ``type``). A broker
+adapter overrides only where its broker departs from that, which keeps each adapter short enough to be
+read next to its broker's STOMP documentation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from jmslike.config import ConnectionConfig
+from jmslike.constants import DeliveryMode
+from jmslike.contract import (
+    Capabilities,
+    Frame,
+    IncomingMessage,
+    OutgoingMessage,
+    SubscriptionSpec,
+    Wire,
+)
+from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.exceptions import (
+    IllegalStateException,
+    InvalidClientIDException,
+    InvalidDestinationException,
+    InvalidSelectorException,
+    JMSException,
+    JMSSecurityException,
+    MessageFormatException,
+    ResourceAllocationException,
+)
+
+# jmslike's own headers: a stable message ID (brokers' message-id changes on redelivery on some brokers
+# and is unknown to the sender on all), the message type, and the property type sidecar.
+ID_HEADER = "jmslike-id"
+TYPE_HEADER = "jmslike-type"
+PTYPES_HEADER = "jmslike-ptypes"
+
+# Headers that carry STOMP protocol or JMS header fields: never user properties.
+STANDARD_HEADERS = frozenset(
+    {
+        "destination",
+        "message-id",
+        "subscription",
+        "ack",
+        "receipt",
+        "receipt-id",
+        "content-length",
+        "content-type",
+        "transaction",
+        "persistent",
+        "priority",
+        "expires",
+        "timestamp",
+        "correlation-id",
+        "reply-to",
+        "type",
+        "redelivered",
+        "selector",
+        "id",
+        "browser",
+        ID_HEADER,
+        TYPE_HEADER,
+    }
+)
+
+_ERROR_RULES: tuple[tuple[re.Pattern[str], type[JMSException]], ...] = (
+    (re.compile(r"password|authenticat|credential|login", re.I), JMSSecurityException),
+    (re.compile(r"not authori[sz]ed|access.*refused|permission", re.I), JMSSecurityException),
+    (re.compile(r"already connected|client ?id.*(in use|taken)", re.I), InvalidClientIDException),
+    (re.compile(r"selector|filter", re.I), InvalidSelectorException),
+    (
+        re.compile(r"no durable subscription|illegal destination|invalid destination|does ?not ?exist", re.I),
+        InvalidDestinationException,
+    ),
+    (re.compile(r"memory|quota|limit|resource", re.I), ResourceAllocationException),
+)
+
+
+class StompDialect:
+    """A STOMP broker with JMS-style headers; subclasses set the broker's quirks."""
+
+    name = "stomp"
+    display_name = "STOMP broker"
+    capabilities = Capabilities()
+    stomp_version = "1.2"
+    reserved_headers: frozenset[str] = STANDARD_HEADERS
+    # The broker's frame limits; exceeding one makes brokers drop the whole connection, so jmslike
+    # refuses such a message before sending it. None = no known limit.
+    max_header_line_bytes: int | None = None
+    max_headers: int | None = None
+    max_body_bytes: int | None = None
+
+    _prefixes: Mapping[str, type[Destination]] = {
+        "/queue/": Queue,
+        "/topic/": Topic,
+        "/temp-queue/": TemporaryQueue,
+        "/temp-topic/": TemporaryTopic,
+    }
+
+    # -- connection -----------------------------------------------------------------------------------
+
+    def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]:
+        return {"client-id": client_id} if client_id else {}
+
+    def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
+        """Hook for brokers that need a round trip after CONNECT (e.g. to claim a client ID)."""
+
+    # -- destinations ---------------------------------------------------------------------------------
+
+    def destination_name(self, destination: Destination) -> str:
+        for prefix, kind in self._prefixes.items():
+            if type(destination) is kind:
+                return prefix + destination.name
+        raise InvalidDestinationException(f"{self.display_name} cannot address {destination}")
+
+    def parse_destination(self, name: str) -> Destination | None:
+        for prefix, kind in self._prefixes.items():
+            if name.startswith(prefix):
+                return kind(name[len(prefix) :])
+        return None
+
+    # -- subscriptions --------------------------------------------------------------------------------
+
+    def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
+        headers = {
+            "id": spec.sub_id,
+            "destination": self.destination_name(spec.destination),
+            # Browsing consumes nothing, so its messages need no acknowledgement.
+            "ack": "auto" if spec.browser else "client-individual",
+        }
+        if spec.selector:
+            headers["selector"] = spec.selector
+        return headers
+
+    def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
+        wire.request(Frame("SUBSCRIBE", self.subscribe_headers(spec)))
+
+    def detach(self, wire: Wire, spec: SubscriptionSpec) -> None:
+        wire.request(Frame("UNSUBSCRIBE", {"id": spec.sub_id}))
+
+    def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
+        raise NotImplementedError
+
+    # -- messages -------------------------------------------------------------------------------------
+
+    def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        headers = dict(message.property_headers)
+        headers["destination"] = self.destination_name(message.destination)
+        headers["persistent"] = "true" if message.delivery_mode == DeliveryMode.PERSISTENT else "false"
+        headers["priority"] = str(message.priority)
+        headers["timestamp"] = str(message.timestamp)
+        headers[TYPE_HEADER] = message.type_tag
+        if message.expiration:
+            headers["expires"] = str(message.expiration)
+        if message.message_id is not None:
+            headers[ID_HEADER] = message.message_id
+        if message.correlation_id is not None:
+            headers["correlation-id"] = message.correlation_id
+        if message.reply_to is not None:
+            headers["reply-to"] = self.destination_name(message.reply_to)
+        if message.jms_type is not None:
+            headers["type"] = message.jms_type
+        return headers
+
+    def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame:
+        headers = self.send_headers(message)
+        if transaction is not None:
+            headers["transaction"] = transaction
+        self.check_limits(headers, message.body)
+        return Frame("SEND", headers, message.body)
+
+    def check_limits(self, headers: Mapping[str, str], body: bytes) -> None:
+        """Refuse a frame the broker would answer by closing the connection."""
+        if self.max_headers is not None and len(headers) > self.max_headers:
+            raise MessageFormatException(
+                f"the message has {len(headers)} headers and properties; {self.display_name} accepts at most "
+                f"{self.max_headers} per STOMP frame"
+            )
+        if self.max_header_line_bytes is not None:
+            for key, value in headers.items():
+                size = len(key.encode()) + 1 + len(_escape(value).encode())
+                if size > self.max_header_line_bytes:
+                    raise MessageFormatException(
+                        f"header or property {key!r} is {size} bytes on the wire; {self.display_name} accepts "
+                        f"at most {self.max_header_line_bytes} per header: put large values in the body"
+                    )
+        if self.max_body_bytes is not None and len(body) > self.max_body_bytes:
+            raise ResourceAllocationException(
+                f"the message body is {len(body)} bytes; {self.display_name} accepts at most {self.max_body_bytes}"
+            )
+
+    def decode_message(self, frame: Frame) -> IncomingMessage:
+        headers = frame.headers
+        reply_to = headers.get("reply-to")
+        destination = headers.get("destination")
+        property_headers = {k: v for k, v in headers.items() if k not in self.reserved_headers}
+        return IncomingMessage(
+            sub_id=headers.get("subscription", ""),
+            ack_id=self.ack_id(headers),
+            broker_message_id=headers.get("message-id"),
+            message_id=headers.get(ID_HEADER) or headers.get("message-id"),
+            destination=self.parse_destination(destination) if destination else None,
+            timestamp=_int(headers.get("timestamp"), 0),
+            delivery_mode=self.delivery_mode(headers),
+            priority=_int(headers.get("priority"), 4),
+            expiration=self.expiration(headers),
+            correlation_id=headers.get("correlation-id"),
+            reply_to=self.parse_destination(reply_to) if reply_to else None,
+            jms_type=headers.get("type"),
+            redelivered=headers.get("redelivered", "false").lower() == "true",
+            type_tag=headers.get(TYPE_HEADER),
+            body=frame.body,
+            headers=headers,
+            property_headers=property_headers,
+            browser_end=headers.get("browser") == "end",
+        )
+
+    def delivery_mode(self, headers: Mapping[str, str]) -> int:
+        persistent = headers.get("persistent", "false").lower() == "true"
+        return DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
+
+    def expiration(self, headers: Mapping[str, str]) -> int:
+        return _int(headers.get("expires"), 0)
+
+    def ack_id(self, headers: Mapping[str, str]) -> str:
+        return headers.get("ack", "") if self.stomp_version == "1.2" else headers.get("message-id", "")
+
+    def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame:
+        if self.stomp_version == "1.2":
+            headers = {"id": incoming.ack_id}
+        else:
+            headers = {"message-id": incoming.ack_id, "subscription": incoming.sub_id}
+        if transaction is not None:
+            headers["transaction"] = transaction
+        return Frame("ACK", headers)
+
+    # -- errors ---------------------------------------------------------------------------------------
+
+    def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:
+        for pattern, error_class in _ERROR_RULES:
+            if pattern.search(message):
+                return error_class
+        if (
+            frame is not None
+            and frame.command == "UNSUBSCRIBE"
+            and re.search(r"in use|active", message, re.I)
+        ):
+            return IllegalStateException
+        return JMSException
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+
+
+def _int(value: str | None, default: int) -> int:
+    """Parse an integer header from the network; a malformed one falls back rather than crashing."""
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        return default

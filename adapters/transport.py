@@ -1,0 +1,323 @@
+"""The STOMP transport: a thin, typed shell around stomp.py, and the only module that imports it.
+
+What it adds to stomp.py is what JMS needs and stomp.py leaves to callers:
+
+- every frame that must be confirmed carries a receipt, and the caller waits on that receipt with a
+  deadline; an ERROR frame answering the receipt fails exactly that call (errors are matched to the
+  frame that caused them, on the thread that sent it);
+- the receiver thread never runs user code: it hands MESSAGE frames to a sink, resolves receipts, and
+  reports a lost connection once;
+- a connection lost while calls wait for receipts fails those calls at once instead of letting them
+  run into their timeouts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import ssl
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import stomp
+import stomp.exception
+
+from jmslike.config import ConnectionConfig
+from jmslike.contract import Frame
+from jmslike.exceptions import (
+    ConnectionLostException,
+    JMSException,
+    JMSSecurityException,
+    JMSTimeoutException,
+)
+
+log = logging.getLogger(__name__)
+
+ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
+
+
+class WireEvents(Protocol):
+    """What the connection above is told; called on the receiver thread, so it must only enqueue."""
+
+    def on_message(self, frame: Frame) -> None: ...
+
+    def on_error(self, error: JMSException) -> None: ...
+
+    def on_lost(self, error: ConnectionLostException) -> None: ...
+
+
+class _Pending:
+    """One frame waiting for its receipt."""
+
+    __slots__ = ("callback", "done", "error", "frame")
+
+    def __init__(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> None:
+        self.frame = frame
+        self.done = threading.Event()
+        self.error: JMSException | None = None
+        self.callback = callback
+
+    def finish(self, error: JMSException | None) -> None:
+        self.error = error
+        self.done.set()
+        if self.callback is not None:
+            self.callback(error)
+
+
+class StompWire:
+    """One STOMP connection to one broker host. Not reconnecting: recovery lives a layer above."""
+
+    _ids = itertools.count(1)
+
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        host: tuple[str, int],
+        stomp_version: str,
+        events: WireEvents,
+        error_for: ErrorMapper,
+    ) -> None:
+        self._config = config
+        self._host = host
+        self._events = events
+        self._error_for = error_for
+        self._prefix = f"r{next(self._ids)}-"
+        self._receipt_ids = itertools.count(1)
+        self._pending: dict[str, _Pending] = {}
+        self._lock = threading.Lock()
+        self._connected = threading.Event()
+        self._connect_error: str | None = None
+        self._connected_headers: dict[str, str] = {}
+        self._closing = False
+        self._lost = False
+        heartbeat = config.heartbeat_ms
+        kwargs: dict[str, Any] = dict(
+            host_and_ports=[host],
+            heartbeats=(heartbeat, heartbeat),
+            auto_decode=False,
+            auto_content_length=False,
+            reconnect_attempts_max=1,
+            timeout=config.connect_timeout_ms / 1000,
+            vhost=config.vhost or host[0],
+        )
+        conn_class = {"1.1": stomp.Connection11, "1.2": stomp.Connection12}[stomp_version]
+        self._conn = conn_class(**kwargs)
+        if config.ssl:
+            self._conn.set_ssl(
+                for_hosts=[host],
+                key_file=config.tls.key_file,
+                cert_file=config.tls.cert_file,
+                ca_certs=config.tls.ca_file,
+                password=config.tls.key_password,
+                ssl_version=ssl.PROTOCOL_TLS_CLIENT,
+            )
+        self._conn.set_listener("jmslike", _Listener(self))
+
+    # -- connection lifecycle -------------------------------------------------------------------------
+
+    def open(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """Connect and wait for CONNECTED; return its headers. Errors are mapped, never hang."""
+        creds = self._config.credentials
+        where = f"{self._host[0]}:{self._host[1]}"
+        try:
+            self._conn.connect(creds.user, creds.password, wait=False, headers=dict(headers))
+        except stomp.exception.ConnectFailedException as exc:
+            raise ConnectionLostException(
+                f"cannot reach broker at {where} ({self._config.scheme}): connection refused or timed out; "
+                "check that the broker runs and the port is its STOMP port"
+            ) from exc
+        except (OSError, ssl.SSLError) as exc:
+            raise self._socket_error(where, exc) from exc
+        deadline = self._config.connect_timeout_ms / 1000
+        if not self._connected.wait(deadline):
+            self._abandon()
+            raise JMSTimeoutException(f"broker at {where} did not answer CONNECT within {deadline:.1f}s")
+        if self._connect_error is not None:
+            self._abandon()
+            error_class = self._error_for(self._connect_error, None)
+            raise error_class(f"broker at {where} refused the connection: {self._connect_error}")
+        return self._connected_headers
+
+    def _socket_error(self, where: str, exc: BaseException) -> JMSException:
+        if isinstance(exc, ssl.SSLError):
+            return JMSSecurityException(f"TLS handshake with {where} failed: {exc}")
+        return ConnectionLostException(f"cannot reach broker at {where}: {exc}")
+
+    def _abandon(self) -> None:
+        self._closing = True
+        try:
+            self._conn.disconnect()
+        except Exception:
+            log.debug("disconnect after failed connect raised", exc_info=True)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Graceful DISCONNECT (with receipt, so queued frames are flushed), then drop the socket."""
+        if self._closing:
+            return
+        self._closing = True
+        if self._lost:
+            self._fail_all(ConnectionLostException("connection closed"))
+            return
+        try:
+            receipt = self._next_receipt()
+            pending = _Pending(Frame("DISCONNECT"), None)
+            with self._lock:
+                self._pending[receipt] = pending
+            self._conn.disconnect(receipt=receipt)
+            pending.done.wait(timeout_s)
+        except Exception:
+            log.debug("disconnect failed", exc_info=True)
+        finally:
+            self._fail_all(ConnectionLostException("connection closed"))
+            try:
+                self._conn.transport.disconnect_socket()
+            except Exception:
+                log.debug("socket close failed", exc_info=True)
+
+    def kill_socket(self) -> None:
+        """Drop the TCP connection without DISCONNECT (tests of recovery, failover)."""
+        self._conn.transport.disconnect_socket()
+
+    @property
+    def is_open(self) -> bool:
+        return self._connected.is_set() and not self._lost and not self._closing
+
+    # -- frames ---------------------------------------------------------------------------------------
+
+    def _next_receipt(self) -> str:
+        return f"{self._prefix}{next(self._receipt_ids)}"
+
+    def _transmit(self, frame: Frame, receipt: str | None) -> None:
+        headers = dict(frame.headers)
+        if receipt is not None:
+            headers["receipt"] = receipt
+        if frame.command == "SEND":
+            headers["content-length"] = str(len(frame.body))
+        try:
+            self._conn.send_frame(frame.command, headers, frame.body)
+        except (stomp.exception.NotConnectedException, OSError) as exc:
+            raise ConnectionLostException(f"connection lost while sending {frame.command}") from exc
+
+    def _check_usable(self, frame: Frame) -> None:
+        if self._lost or self._closing:
+            raise ConnectionLostException(f"cannot send {frame.command}: the connection is closed or lost")
+
+    def request(self, frame: Frame, timeout_s: float | None = None) -> None:
+        """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
+        pending = self.submit(frame, None)
+        timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
+        if not pending.done.wait(timeout):
+            raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
+        if pending.error is not None:
+            raise pending.error
+
+    def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> _Pending:
+        """Send with a receipt, return at once; ``callback`` runs on the receiver thread when answered."""
+        self._check_usable(frame)
+        receipt = self._next_receipt()
+        pending = _Pending(frame, callback)
+        with self._lock:
+            self._pending[receipt] = pending
+        try:
+            self._transmit(frame, receipt)
+        except JMSException:
+            with self._lock:
+                self._pending.pop(receipt, None)
+            raise
+        return pending
+
+    def post(self, frame: Frame) -> None:
+        """Send without a receipt."""
+        self._check_usable(frame)
+        self._transmit(frame, None)
+
+    # -- called by the listener on the receiver thread ------------------------------------------------
+
+    def _on_connected(self, frame: Any) -> None:
+        self._connected_headers = dict(frame.headers)
+        self._connected.set()
+
+    def _on_receipt(self, receipt: str) -> None:
+        with self._lock:
+            pending = self._pending.pop(receipt, None)
+        if pending is not None:
+            pending.finish(None)
+
+    def _on_error(self, frame: Any) -> None:
+        headers: dict[str, str] = dict(frame.headers)
+        body = frame.body.decode("utf-8", "replace") if isinstance(frame.body, bytes) else str(frame.body)
+        # Brokers put a summary in the message header and detail (ActiveMQ: the exception class) in the
+        # body's first line; both are needed to classify the error.
+        lines = body.strip().splitlines()
+        detail = lines[0].strip() if lines else ""
+        text = headers.get("message", "") or detail or "ERROR frame without a message"
+        if detail and detail not in text:
+            text = f"{text} ({detail})"
+        if not self._connected.is_set():
+            self._connect_error = text
+            self._connected.set()
+            return
+        receipt = headers.get("receipt-id")
+        pending = None
+        if receipt is not None:
+            with self._lock:
+                pending = self._pending.pop(receipt, None)
+        source = pending.frame if pending is not None else None
+        error_class = self._error_for(text, source)
+        what = f"{source.command} " if source is not None else ""
+        error = error_class(f"broker refused {what}frame: {text}")
+        if pending is not None:
+            pending.finish(error)
+        else:
+            self._events.on_error(error)
+
+    def _on_disconnected(self) -> None:
+        if self._lost:
+            return
+        self._lost = True
+        if not self._connected.is_set():
+            self._connect_error = "connection closed by the broker during CONNECT"
+            self._connected.set()
+        lost = ConnectionLostException(
+            "connection to the broker was closed" if self._closing else "connection to the broker was lost"
+        )
+        self._fail_all(lost)
+        if not self._closing:
+            self._events.on_lost(lost)
+
+    def _fail_all(self, error: JMSException) -> None:
+        with self._lock:
+            pending = list(self._pending.values())
+            self._pending.clear()
+        for item in pending:
+            if item.frame.command == "DISCONNECT":
+                item.finish(None)
+            else:
+                item.finish(error)
+
+
+class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
+    """Bridges stomp.py callbacks (receiver thread) to the wire; never runs user code."""
+
+    def __init__(self, wire: StompWire) -> None:
+        self._wire = wire
+
+    def on_connected(self, frame: Any) -> None:
+        self._wire._on_connected(frame)
+
+    def on_message(self, frame: Any) -> None:
+        body = frame.body if isinstance(frame.body, bytes) else (frame.body or "").encode()
+        self._wire._events.on_message(Frame("MESSAGE", dict(frame.headers), body))
+
+    def on_receipt(self, frame: Any) -> None:
+        self._wire._on_receipt(frame.headers.get("receipt-id", ""))
+
+    def on_error(self, frame: Any) -> None:
+        self._wire._on_error(frame)
+
+    def on_disconnected(self) -> None:
+        self._wire._on_disconnected()
+
+    def on_heartbeat_timeout(self) -> None:
+        log.warning("heart-beat timeout: the broker stopped answering")

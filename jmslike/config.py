@@ -1,0 +1,181 @@
+"""Connection configuration: the URL a user writes, parsed once into frozen dataclasses.
+
+URL first (``activemq://host:61613``, ``rabbitmq+ssl://h1:61614,h2:61614?heartbeat_ms=5000``): the scheme
+picks the adapter, a comma list of hosts is a failover list, and every query key is documented in
+:data:`QUERY_KEYS`. An unknown key is an error rather than silently ignored, because a typo in a
+reliability setting is exactly the kind of mistake that only shows up in production.
+Secrets (user, password, key password) never appear in ``repr`` or logs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from urllib.parse import parse_qsl, unquote
+
+from jmslike.exceptions import JMSException
+
+
+class ConfigurationError(JMSException, ValueError):
+    """A connection URL or option is malformed; the message says which part and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """User name and password; the password is kept out of ``repr`` so it never reaches a log."""
+
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"Credentials(user={self.user!r}, password={'***' if self.password else None})"
+
+
+@dataclass(frozen=True)
+class TLSOptions:
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    key_password: str | None = field(default=None, repr=False)
+    check_hostname: bool = True
+
+
+@dataclass(frozen=True)
+class ConnectionConfig:
+    """Everything needed to open a connection; built by :func:`parse_url`."""
+
+    scheme: str
+    hosts: tuple[tuple[str, int], ...]
+    ssl: bool = False
+    tls: TLSOptions = TLSOptions()
+    credentials: Credentials = Credentials()
+    vhost: str | None = None
+    heartbeat_ms: int = 10_000
+    connect_timeout_ms: int = 10_000
+    receipt_timeout_ms: int = 30_000
+    prefetch: int = 1000
+    send_window: int = 256
+    reconnect: bool = False
+    reconnect_attempts: int = 10
+    reconnect_delay_ms: int = 200
+    reconnect_max_delay_ms: int = 5_000
+    max_frame_bytes: int = 64 * 1024 * 1024
+
+    @property
+    def adapter_name(self) -> str:
+        return self.scheme
+
+    def with_credentials(self, user: str | None, password: str | None) -> ConnectionConfig:
+        """Credentials given to ``createConnection`` override those in the URL."""
+        if user is None and password is None:
+            return self
+        return dataclasses.replace(self, credentials=Credentials(user, password))
+
+    def describe(self) -> str:
+        """A safe one-line description for logs and errors (never credentials)."""
+        hosts = ",".join(f"{h}:{p}" for h, p in self.hosts)
+        return f"{self.scheme}{'+ssl' if self.ssl else ''}://{hosts}"
+
+
+def _bool(value: str) -> bool:
+    lowered = value.lower()
+    if lowered in ("true", "1", "yes", "on"):
+        return True
+    if lowered in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return number
+
+
+# key -> (field name, parser, meaning); the README's table of query keys is this dict.
+QUERY_KEYS: dict[str, tuple[str, object, str]] = {
+    "heartbeat_ms": ("heartbeat_ms", _positive_int, "STOMP heart-beat in both directions, 0 = off"),
+    "connect_timeout_ms": ("connect_timeout_ms", _positive_int, "how long CONNECT may take"),
+    "receipt_timeout_ms": ("receipt_timeout_ms", _positive_int, "how long a send/ack waits for a receipt"),
+    "prefetch": ("prefetch", _positive_int, "messages the broker may push ahead per consumer"),
+    "send_window": ("send_window", _positive_int, "async sends (completion listener) in flight"),
+    "reconnect": ("reconnect", _bool, "reconnect and re-subscribe after a lost connection"),
+    "reconnect_attempts": ("reconnect_attempts", _positive_int, "attempts before giving up"),
+    "reconnect_delay_ms": ("reconnect_delay_ms", _positive_int, "first back-off delay (doubles)"),
+    "reconnect_max_delay_ms": ("reconnect_max_delay_ms", _positive_int, "back-off ceiling"),
+    "max_frame_bytes": ("max_frame_bytes", _positive_int, "largest frame accepted from the broker"),
+    "vhost": ("vhost", str, "STOMP host header (RabbitMQ virtual host)"),
+    "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
+    "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),
+    "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),
+    "ssl_check_hostname": ("check_hostname", _bool, "verify the broker's host name (TLS)"),
+}
+_TLS_FIELDS = {"ca_file", "cert_file", "key_file", "check_hostname"}
+
+
+def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> ConnectionConfig:
+    """Parse a jmslike URL; raise :class:`ConfigurationError` saying exactly what is wrong."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ConfigurationError(
+            f"cannot read connection URL {url!r}: expected SCHEME://HOST:PORT such as activemq://127.0.0.1:61613"
+        )
+    scheme_part, rest = url.split("://", 1)
+    ssl = scheme_part.endswith("+ssl")
+    scheme = scheme_part[: -len("+ssl")] if ssl else scheme_part
+    if known_schemes is not None and scheme not in known_schemes:
+        raise ConfigurationError(
+            f"unknown broker scheme {scheme!r} in URL; known: {', '.join(sorted(known_schemes))} "
+            "(add '+ssl' for TLS)"
+        )
+    authority, _, query = rest.partition("?")
+    credentials = Credentials()
+    if "@" in authority:
+        userinfo, authority = authority.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        credentials = Credentials(unquote(user) or None, unquote(password) or None)
+    hosts = tuple(_parse_host(part, url_scheme=scheme) for part in authority.split(",") if part.strip())
+    if not hosts:
+        raise ConfigurationError(f"connection URL for {scheme} names no host; expected {scheme}://HOST:PORT")
+    values: dict[str, object] = {}
+    tls_values: dict[str, object] = {}
+    for key, raw in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
+        if key not in QUERY_KEYS:
+            raise ConfigurationError(
+                f"unknown URL option {key!r}; known options: {', '.join(sorted(QUERY_KEYS))}"
+            )
+        field_name, parser, _ = QUERY_KEYS[key]
+        try:
+            value = parser(raw)  # type: ignore[operator]
+        except ValueError as exc:
+            raise ConfigurationError(f"URL option {key}={raw!r} is invalid: {exc}") from exc
+        (tls_values if field_name in _TLS_FIELDS else values)[field_name] = value
+    if tls_values and not ssl:
+        raise ConfigurationError(
+            f"TLS options {sorted(tls_values)} given for a plain connection; use {scheme}+ssl://"
+        )
+    return ConnectionConfig(
+        scheme=scheme,
+        hosts=hosts,
+        ssl=ssl,
+        tls=TLSOptions(**tls_values),  # type: ignore[arg-type]
+        credentials=credentials,
+        **values,  # type: ignore[arg-type]
+    )
+
+
+def _parse_host(part: str, url_scheme: str) -> tuple[str, int]:
+    part = part.strip()
+    if part.startswith("["):
+        host, _, port_text = part[1:].partition("]:")
+    else:
+        host, _, port_text = part.rpartition(":")
+    if not host or not port_text:
+        raise ConfigurationError(f"host {part!r} in {url_scheme} URL needs HOST:PORT")
+    try:
+        port = int(port_text)
+    except ValueError as exc:
+        raise ConfigurationError(f"port {port_text!r} of host {host!r} is not a number") from exc
+    if not 0 < port < 65536:
+        raise ConfigurationError(f"port {port} of host {host!r} is outside 1-65535")
+    return host, port

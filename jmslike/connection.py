@@ -1,0 +1,472 @@
+"""ConnectionFactory and Connection: the JMS connection state machine over one STOMP connection.
+
+What the connection owns:
+
+- the client-ID rule (JMS 1.1 §4.3.2): settable once, only before anything else is done. STOMP puts the
+  client ID on CONNECT, so ``setClientID`` opens a second STOMP connection carrying it and swaps it in
+  only when the broker accepted it; a refused ID leaves the connection exactly as it was;
+- routing of incoming frames to consumers (the receiver thread only enqueues);
+- the ExceptionListener, called from a connection event thread, never from the receiver thread;
+- recovery: with ``?reconnect=true`` one supervisor thread reconnects with a bounded back-off, over every
+  host of a failover list, with the same client ID, and re-subscribes every open consumer. Work that the
+  loss made uncertain is not hidden: open transactions fail on commit with
+  TransactionRolledBackException, unacknowledged messages come back from the broker flagged redelivered.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from jmslike.config import ConnectionConfig, parse_url
+from jmslike.constants import AcknowledgeMode
+from jmslike.contract import Adapter, Frame
+from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    InvalidClientIDException,
+    InvalidDestinationException,
+    JMSException,
+)
+from jmslike.registry import adapter_names, load_adapter
+from jmslike.serializers import SerializerRegistry
+
+if TYPE_CHECKING:
+    from jmslike.adapters.transport import StompWire
+    from jmslike.consumer import MessageConsumer
+    from jmslike.session import Session
+
+log = logging.getLogger(__name__)
+
+ExceptionListener = Callable[[JMSException], None]
+
+# Names of temporary destinations jmslike creates; the broker's names for them differ.
+TEMPORARY_PREFIX = "jmslike-tmp-"
+
+
+class ConnectionMetaData:
+    """``javax.jms.ConnectionMetaData``: what is known about the provider and the broker."""
+
+    def __init__(self, adapter: Adapter, server: str, stomp_version: str) -> None:
+        self._adapter = adapter
+        self._server = server
+        self._stomp_version = stomp_version
+
+    def getJMSVersion(self) -> str:
+        return "1.1"
+
+    def getJMSMajorVersion(self) -> int:
+        return 1
+
+    def getJMSMinorVersion(self) -> int:
+        return 1
+
+    def getJMSProviderName(self) -> str:
+        return f"jmslike ({self._adapter.display_name})"
+
+    def getProviderVersion(self) -> str:
+        from importlib.metadata import version
+
+        return version("jmslike")
+
+    def getJMSXPropertyNames(self) -> list[str]:
+        return ["JMSXDeliveryCount"]
+
+    def getBrokerServer(self) -> str:
+        """The broker's CONNECTED ``server`` header (e.g. ``ActiveMQ/5.17.2``)."""
+        return self._server
+
+    def getStompVersion(self) -> str:
+        return self._stomp_version
+
+
+class ConnectionFactory:
+    """``ConnectionFactory(url)``; the URL scheme picks the broker adapter.
+
+    ``clientID`` is a Pythonic extra (as ActiveMQConnectionFactory.setClientID): connections are then
+    created with that client ID directly.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        clientID: str | None = None,
+        serializers: SerializerRegistry | None = None,
+    ) -> None:
+        self._config = parse_url(url, known_schemes=adapter_names())
+        load_adapter(self._config.scheme)  # fail now, not at createConnection, if the adapter is broken
+        self._client_id = clientID
+        self._serializers = serializers or SerializerRegistry()
+
+    @property
+    def config(self) -> ConnectionConfig:
+        return self._config
+
+    def createConnection(self, userName: str | None = None, password: str | None = None) -> Connection:
+        config = self._config.with_credentials(userName, password)
+        connection = Connection(config, load_adapter(config.scheme), self._serializers)
+        if self._client_id is not None:
+            try:
+                connection.setClientID(self._client_id)
+            except BaseException:
+                connection.close()
+                raise
+        return connection
+
+    def __repr__(self) -> str:
+        return f"ConnectionFactory({self._config.describe()!r})"
+
+
+class Connection:
+    """``javax.jms.Connection`` over one STOMP connection (plus a supervisor when reconnecting)."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, config: ConnectionConfig, adapter: Adapter, serializers: SerializerRegistry) -> None:
+        self._config = config
+        self.adapter = adapter
+        self.serializers = serializers
+        self.connection_id = f"jmslike-{uuid.uuid4().hex[:12]}"
+        self._lock = threading.RLock()
+        self._client_id: str | None = None
+        self._client_id_locked = False
+        self._started = threading.Event()
+        self._closed = False
+        self._failed: ConnectionLostException | None = None
+        self._ready = threading.Event()  # set while a usable wire exists
+        self._sessions: list[Session] = []
+        self._consumers: dict[str, MessageConsumer] = {}
+        self._sub_ids = itertools.count(1)
+        self._temporary: set[Destination] = set()
+        self._exception_listener: ExceptionListener | None = None
+        self._events: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._event_thread: threading.Thread | None = None
+        self._generation = 0
+        self._server = ""
+        self.wire: StompWire = self._open_wire(None)
+        self._ready.set()
+
+    # -- wire management ------------------------------------------------------------------------------
+
+    def _open_wire(self, client_id: str | None) -> StompWire:
+        """Open a STOMP connection, trying each host of the list once, in order."""
+        from jmslike.adapters.transport import StompWire
+
+        errors: list[JMSException] = []
+        for host in self._config.hosts:
+            wire = StompWire(
+                self._config, host, self.adapter.stomp_version, _Events(self), self.adapter.error_for
+            )
+            try:
+                connected = wire.open(self.adapter.connect_headers(self._config, client_id))
+                self.adapter.on_connected(wire, connected, client_id)
+            except (ConnectionLostException, TimeoutError) as exc:
+                wire.close(timeout_s=0.5)
+                errors.append(exc if isinstance(exc, JMSException) else JMSException(str(exc)))
+                continue
+            except JMSException:
+                wire.close(timeout_s=0.5)
+                raise
+            self._server = connected.get("server", "")
+            return wire
+        if len(errors) == 1:
+            raise errors[0]
+        raise ConnectionLostException(
+            f"no broker of {self._config.describe()} could be reached: " + "; ".join(str(e) for e in errors)
+        ) from errors[-1]
+
+    def wire_for_use(self) -> StompWire:
+        """The current wire; while a reconnect is under way, wait for it (bounded) rather than fail."""
+        self._check_open()
+        if self._ready.is_set():
+            return self.wire
+        if self._config.reconnect and self._ready.wait(self._config.receipt_timeout_ms / 1000):
+            return self.wire
+        self._check_open()
+        raise self._failed or ConnectionLostException("the connection to the broker is lost")
+
+    @property
+    def generation(self) -> int:
+        """Incremented on every reconnect; lets sessions tell pre-loss deliveries from new ones."""
+        return self._generation
+
+    # -- JMS API --------------------------------------------------------------------------------------
+
+    def getClientID(self) -> str | None:
+        return self._client_id
+
+    def setClientID(self, clientID: str) -> None:
+        with self._lock:
+            self._check_open()
+            if self._client_id is not None:
+                raise IllegalStateException(
+                    f"client ID is already set to {self._client_id!r}; it can be set only once per connection"
+                )
+            if self._client_id_locked:
+                raise IllegalStateException(
+                    "setClientID must be called right after the connection is created, before any other "
+                    "call on it (JMS 1.1 §4.3.2); create a new connection and set the ID first"
+                )
+            _check_client_id(clientID)
+            new_wire = self._open_wire(clientID)  # raises InvalidClientIDException if the broker refuses
+            old_wire, self.wire = self.wire, new_wire
+            self._client_id = clientID
+            self._client_id_locked = True
+        old_wire.close(timeout_s=2.0)
+
+    def _lock_client_id(self) -> None:
+        self._client_id_locked = True
+
+    def start(self) -> None:
+        with self._lock:
+            self._check_open()
+            self._lock_client_id()
+            self._started.set()
+        for session in list(self._sessions):
+            session._wake()
+
+    def stop(self) -> None:
+        """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4)."""
+        with self._lock:
+            self._check_open()
+            self._lock_client_id()
+            self._started.clear()
+        for session in list(self._sessions):
+            session._wait_idle()
+
+    @property
+    def started(self) -> bool:
+        return self._started.is_set()
+
+    def wait_started(self, timeout_s: float | None) -> bool:
+        return self._started.wait(timeout_s)
+
+    def createSession(
+        self, transacted: bool = False, acknowledgeMode: int = AcknowledgeMode.AUTO_ACKNOWLEDGE
+    ) -> Session:
+        from jmslike.session import Session
+
+        with self._lock:
+            self._check_open()
+            self._lock_client_id()
+            if transacted:
+                acknowledgeMode = AcknowledgeMode.SESSION_TRANSACTED
+            elif (
+                acknowledgeMode not in AcknowledgeMode.ALL
+                or acknowledgeMode == AcknowledgeMode.SESSION_TRANSACTED
+            ):
+                raise JMSException(
+                    f"invalid acknowledge mode {acknowledgeMode!r} for a non-transacted session; use "
+                    "Session.AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE or INDIVIDUAL_ACKNOWLEDGE"
+                )
+            session = Session(self, acknowledgeMode)
+            self._sessions.append(session)
+            return session
+
+    def setExceptionListener(self, listener: ExceptionListener | None) -> None:
+        self._check_open()
+        self._exception_listener = listener
+
+    def getExceptionListener(self) -> ExceptionListener | None:
+        return self._exception_listener
+
+    def getMetaData(self) -> ConnectionMetaData:
+        self._check_open()
+        return ConnectionMetaData(self.adapter, self._server, self.adapter.stomp_version)
+
+    def close(self) -> None:
+        """Close sessions (rolling back transactions), then the STOMP connection. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._started.clear()
+        for session in list(self._sessions):
+            try:
+                session.close()
+            except JMSException:
+                log.debug("session close failed during connection close", exc_info=True)
+        self.wire.close()
+        self._ready.clear()
+        if self._event_thread is not None:
+            self._events.put(None)
+
+    def __enter__(self) -> Connection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("started" if self.started else "stopped")
+        return f"<Connection {self._config.describe()} clientID={self._client_id!r} {state}>"
+
+    # -- for sessions and consumers -------------------------------------------------------------------
+
+    @property
+    def config(self) -> ConnectionConfig:
+        return self._config
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the connection is closed")
+
+    def next_sub_id(self) -> str:
+        return f"{self.connection_id}-{next(self._sub_ids)}"
+
+    def register_consumer(self, consumer: MessageConsumer) -> None:
+        self._consumers[consumer.spec.sub_id] = consumer
+
+    def unregister_consumer(self, consumer: MessageConsumer) -> None:
+        self._consumers.pop(consumer.spec.sub_id, None)
+
+    def active_durable_names(self) -> set[str]:
+        return {c.spec.durable_name for c in self._consumers.values() if c.spec.durable_name is not None}
+
+    def remove_session(self, session: Session) -> None:
+        with self._lock:
+            if session in self._sessions:
+                self._sessions.remove(session)
+
+    def sessions(self) -> list[Session]:
+        return list(self._sessions)
+
+    def new_temporary(self, kind: type[TemporaryQueue] | type[TemporaryTopic]) -> Destination:
+        destination = kind(f"{TEMPORARY_PREFIX}{uuid.uuid4().hex}")
+        self._temporary.add(destination)
+        return destination
+
+    def owns_temporary(self, destination: Destination) -> bool:
+        return destination in self._temporary
+
+    def check_temporary_use(self, destination: Destination) -> None:
+        """A temporary destination made by another connection reaches us through JMSReplyTo, in the broker's
+        own form; our local name for it would, on ActiveMQ, silently create a new one of ours instead."""
+        if (
+            isinstance(destination, TemporaryQueue | TemporaryTopic)
+            and destination.name.startswith(TEMPORARY_PREFIX)
+            and not self.owns_temporary(destination)
+        ):
+            raise InvalidDestinationException(
+                f"{destination} belongs to another connection; pass temporary destinations to other "
+                "connections through JMSReplyTo, which carries the broker's name for them"
+            )
+
+    def report(self, error: JMSException) -> None:
+        """Hand an asynchronous error to the ExceptionListener, on the event thread."""
+        listener = self._exception_listener
+        if listener is None:
+            log.warning("asynchronous JMS error with no ExceptionListener set: %s", error)
+            return
+        self.run_event(lambda: listener(error))
+
+    def run_event(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            if self._event_thread is None:
+                self._event_thread = threading.Thread(
+                    target=self._event_loop, name=f"jmslike-events-{self.connection_id}", daemon=True
+                )
+                self._event_thread.start()
+        self._events.put(task)
+
+    def _event_loop(self) -> None:
+        while True:
+            task = self._events.get()
+            if task is None:
+                return
+            try:
+                task()
+            except Exception:
+                log.exception("ExceptionListener raised")
+
+    # -- recovery -------------------------------------------------------------------------------------
+
+    def _on_lost(self, error: ConnectionLostException) -> None:
+        """Called on the receiver thread: record the loss, wake waiters, start the supervisor."""
+        if self._closed:
+            return
+        self._ready.clear()
+        for session in list(self._sessions):
+            session._on_connection_lost()
+        if self._config.reconnect:
+            threading.Thread(
+                target=self._supervise, args=(error,), name="jmslike-reconnect", daemon=True
+            ).start()
+        else:
+            self._failed = error
+            self.report(error)
+
+    def _supervise(self, error: ConnectionLostException) -> None:
+        """Reconnect with bounded exponential back-off; re-subscribe; or give up and report."""
+        delay = self._config.reconnect_delay_ms / 1000
+        for attempt in range(1, self._config.reconnect_attempts + 1):
+            if self._closed:
+                return
+            try:
+                wire = self._open_wire(self._client_id)
+                with self._lock:
+                    self.wire = wire
+                    self._generation += 1
+                    for consumer in list(self._consumers.values()):
+                        self.adapter.subscribe(wire, consumer.spec)
+                self._ready.set()
+                log.info("reconnected to %s after %d attempt(s)", self._config.describe(), attempt)
+                for session in list(self._sessions):
+                    session._wake()
+                return
+            except JMSException as exc:
+                log.info("reconnect attempt %d failed: %s", attempt, exc)
+                deadline = time.monotonic() + delay
+                while time.monotonic() < deadline and not self._closed:
+                    threading.Event().wait(min(0.05, delay))
+                delay = min(delay * 2, self._config.reconnect_max_delay_ms / 1000)
+        self._failed = ConnectionLostException(
+            f"gave up reconnecting to {self._config.describe()} after {self._config.reconnect_attempts} attempts"
+        )
+        self._failed.__cause__ = error
+        for session in list(self._sessions):
+            session._wake()
+        self.report(self._failed)
+
+
+class _Events:
+    """Receiver-thread callbacks of one wire; only routes and enqueues."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+
+    def on_message(self, frame: Frame) -> None:
+        connection = self._connection
+        incoming = connection.adapter.decode_message(frame)
+        consumer = connection._consumers.get(incoming.sub_id)
+        if consumer is None:
+            log.debug("message for unknown subscription %r dropped (broker will redeliver)", incoming.sub_id)
+            return
+        consumer.enqueue(incoming)
+
+    def on_error(self, error: JMSException) -> None:
+        self._connection.report(error)
+
+    def on_lost(self, error: ConnectionLostException) -> None:
+        self._connection._on_lost(error)
+
+
+def _check_client_id(client_id: Any) -> None:
+    if not isinstance(client_id, str) or not client_id.strip():
+        raise InvalidClientIDException(f"client ID must be a non-empty string, got {client_id!r}")
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in client_id):
+        raise InvalidClientIDException(f"client ID {client_id!r} contains control characters")
+    if len(client_id) > 256:
+        raise InvalidClientIDException("client ID is longer than 256 characters")

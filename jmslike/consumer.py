@@ -1,0 +1,301 @@
+"""MessageConsumer, TopicSubscriber and QueueBrowser.
+
+A consumer owns one broker subscription and an inbox the receiver thread fills; the session decides
+when and on which thread its messages are handed out (see session.py). Building the Message object
+happens on the delivering thread, not the receiver thread, so a slow decode never delays receipts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
+
+from jmslike import body_codec
+from jmslike.constants import DeliveryMode
+from jmslike.contract import IncomingMessage, SubscriptionSpec
+from jmslike.destinations import Destination, Queue, Topic
+from jmslike.exceptions import IllegalStateException, JMSException, MessageFormatException
+from jmslike.messages import BytesMessage, Message
+from jmslike.selector import Selector
+from jmslike.serializers import SerializerRegistry
+
+if TYPE_CHECKING:
+    from jmslike.session import Pending, Session
+
+MessageListener = Callable[[Message], None]
+
+# Properties the provider sets; they are never taken from the wire as user properties.
+_PROVIDER_PROPERTIES = frozenset({"JMSXDeliveryCount"})
+
+
+class MessageConsumer:
+    """``javax.jms.MessageConsumer``: ``receive``, ``receiveNoWait``, listeners; iterable as an extra."""
+
+    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
+        self._session = session
+        self.spec = spec
+        self._selector = selector
+        self._client_filter = (
+            selector is not None and session.connection.adapter.capabilities.selectors == "client"
+        )
+        self._inbox: deque[Pending] = deque()
+        self._listener: MessageListener | None = None
+        self._closed = False
+
+    # -- JMS API --------------------------------------------------------------------------------------
+
+    def getMessageSelector(self) -> str | None:
+        """The selector as the application wrote it (the broker gets an equivalent normalised form)."""
+        self._check_open()
+        return self._selector.text if self._selector is not None else None
+
+    def getDestination(self) -> Destination:
+        return self.spec.destination
+
+    def receive(self, timeout_ms: int | None = None) -> Message | None:
+        """Wait for the next message; ``None``/0 waits forever (as JMS ``receive()``/``receive(0)``)."""
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateException("receive() is not allowed while a MessageListener is set")
+        deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
+        return self._session._receive(self, deadline)
+
+    def receiveNoWait(self) -> Message | None:
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateException("receiveNoWait() is not allowed while a MessageListener is set")
+        return self._session._receive(self, time.monotonic())
+
+    def setMessageListener(self, listener: MessageListener | object | None) -> None:
+        """Accepts a callable or an object with ``onMessage(message)`` (the Java shape)."""
+        self._check_open()
+        if listener is not None and not callable(listener):
+            on_message = getattr(listener, "onMessage", None)
+            if on_message is None:
+                raise JMSException(
+                    f"a MessageListener must be callable or have onMessage(), got {listener!r}"
+                )
+            listener = on_message
+        self._listener = listener  # type: ignore[assignment]
+        if listener is not None:
+            self._session._ensure_dispatcher()
+
+    def getMessageListener(self) -> MessageListener | None:
+        return self._listener
+
+    def close(self) -> None:
+        """Stop delivery. The broker subscription is released now, or, when messages this consumer
+        delivered are still unacknowledged or in the open transaction, once the session acknowledges,
+        recovers, commits or rolls them back (as the ActiveMQ Java client defers it): JMS lets the
+        session acknowledge them after the consumer is closed, which needs the subscription."""
+        if self._closed:
+            return
+        self._closed = True
+        self._session._wake()
+        self._session.connection.unregister_consumer(self)
+        self._inbox.clear()
+        self._session._consumer_closed(self)
+
+    def detach(self) -> None:
+        """Release the broker subscription: prefetched and unacknowledged messages go back to the broker."""
+        connection = self._session.connection
+        if connection.wire.is_open:
+            with contextlib.suppress(JMSException):  # a lost connection detaches everything anyway
+                connection.adapter.detach(connection.wire, self.spec)
+
+    def __iter__(self) -> Iterator[Message]:
+        """Pythonic extra: iterate until the consumer is closed."""
+        while not self._closed:
+            message = self.receive()
+            if message is None:
+                return
+            yield message
+
+    def __enter__(self) -> MessageConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.destination} {'closed' if self._closed else 'open'}>"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the consumer is closed")
+        self._session._check_open()
+
+    # -- for the session ------------------------------------------------------------------------------
+
+    def enqueue(self, incoming: IncomingMessage) -> None:
+        from jmslike.session import Pending
+
+        self._session._enqueue(self, Pending(incoming))
+
+    def accepts(self, incoming: IncomingMessage) -> bool:
+        """Client-side selector, for brokers that cannot filter (topics only; see Session)."""
+        if not self._client_filter or self._selector is None:
+            return True
+        return self._selector.matches(lambda name: selector_value(incoming, name))
+
+    def build_message(self, pending: Pending) -> Message:
+        connection = self._session.connection
+        return build_message(
+            pending.incoming,
+            connection.adapter.reserved_headers,
+            connection.serializers,
+            redelivered=pending.redelivered,
+            delivery_count=pending.delivery_count,
+        )
+
+
+class TopicSubscriber(MessageConsumer):
+    """``javax.jms.TopicSubscriber`` (durable subscriptions are created as these)."""
+
+    def getTopic(self) -> Topic:
+        destination = self.spec.destination
+        assert isinstance(destination, Topic)
+        return destination
+
+    def getNoLocal(self) -> bool:
+        return self.spec.no_local
+
+    @property
+    def subscriptionName(self) -> str | None:
+        return self.spec.durable_name
+
+
+class QueueBrowser:
+    """``javax.jms.QueueBrowser``: look at a queue's messages without consuming them."""
+
+    def __init__(self, session: Session, queue: Queue, selector: Selector | None) -> None:
+        self._session = session
+        self._queue = queue
+        self._selector = selector
+        self._closed = False
+
+    def getQueue(self) -> Queue:
+        return self._queue
+
+    def getMessageSelector(self) -> str | None:
+        return self._selector.text if self._selector is not None else None
+
+    def getEnumeration(self, timeout_ms: int = 30_000) -> Iterator[Message]:
+        """Snapshot of the queue in order; each call browses afresh."""
+        if self._closed:
+            raise IllegalStateException("the browser is closed")
+        self._session._check_open()
+        return iter(self._browse(timeout_ms))
+
+    def __iter__(self) -> Iterator[Message]:
+        return self.getEnumeration()
+
+    def _browse(self, timeout_ms: int) -> list[Message]:
+        from jmslike.session import Pending
+
+        connection = self._session.connection
+        spec = SubscriptionSpec(
+            sub_id=connection.next_sub_id(),
+            destination=self._queue,
+            selector=self._selector.render() if self._selector is not None else None,
+            browser=True,
+            prefetch=connection.config.prefetch,
+        )
+        sink = _BrowseSink(spec)
+        connection._consumers[spec.sub_id] = sink  # type: ignore[assignment]
+        try:
+            connection.adapter.subscribe(connection.wire_for_use(), spec)
+            items = sink.collect(time.monotonic() + timeout_ms / 1000)
+        finally:
+            connection._consumers.pop(spec.sub_id, None)
+            with contextlib.suppress(JMSException):  # a lost connection ends the browse anyway
+                connection.adapter.detach(connection.wire_for_use(), spec)
+        now = int(time.time() * 1000)
+        return [
+            build_message(
+                item,
+                connection.adapter.reserved_headers,
+                connection.serializers,
+                item.redelivered,
+                Pending(item).delivery_count,
+            )
+            for item in items
+            if not (item.expiration and item.expiration <= now)
+        ]
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class _BrowseSink:
+    """Collects a browse subscription's messages until the broker says the browse ended."""
+
+    def __init__(self, spec: SubscriptionSpec) -> None:
+        import threading
+
+        self.spec = spec
+        self._items: list[IncomingMessage] = []
+        self._done = threading.Event()
+
+    def enqueue(self, incoming: IncomingMessage) -> None:
+        if incoming.browser_end:
+            self._done.set()
+        else:
+            self._items.append(incoming)
+
+    def collect(self, deadline: float) -> list[IncomingMessage]:
+        if not self._done.wait(max(0.0, deadline - time.monotonic())):
+            raise JMSException("the broker did not finish the queue browse in time")
+        return list(self._items)
+
+
+def build_message(
+    incoming: IncomingMessage,
+    reserved: frozenset[str],
+    serializers: SerializerRegistry,
+    redelivered: bool,
+    delivery_count: int,
+) -> Message:
+    """Decode body and properties and set every JMS header; the result is read-only, as received."""
+    try:
+        message = body_codec.decode_body(incoming.type_tag, incoming.body, incoming.headers, serializers)
+    except MessageFormatException:
+        # A body we cannot decode is still delivered, as bytes: never lose a message to a parse error.
+        message = BytesMessage()
+        message.writeBytes(incoming.body)
+    properties = body_codec.decode_properties(incoming.property_headers, reserved, _PROVIDER_PROPERTIES)
+    message._load_properties(properties)
+    message.setJMSMessageID(incoming.message_id)
+    message.setJMSDestination(incoming.destination)
+    message.setJMSTimestamp(incoming.timestamp)
+    message.setJMSDeliveryMode(incoming.delivery_mode)
+    message.setJMSPriority(incoming.priority)
+    message.setJMSExpiration(incoming.expiration)
+    message.setJMSCorrelationID(incoming.correlation_id)
+    message.setJMSReplyTo(incoming.reply_to)
+    message.setJMSType(incoming.jms_type)
+    message.setJMSRedelivered(redelivered)
+    message._set_delivery_count(delivery_count)
+    message._mark_received()
+    return message
+
+
+def selector_value(incoming: IncomingMessage, name: str) -> object | None:
+    """The value a selector sees for ``name``: a JMS header field or a property (typed when known)."""
+    headers = {
+        "JMSDeliveryMode": DeliveryMode.name(incoming.delivery_mode),
+        "JMSPriority": incoming.priority,
+        "JMSMessageID": incoming.message_id,
+        "JMSTimestamp": incoming.timestamp,
+        "JMSCorrelationID": incoming.correlation_id,
+        "JMSType": incoming.jms_type,
+        "JMSExpiration": incoming.expiration,
+        "JMSRedelivered": incoming.redelivered,
+    }
+    if name in headers:
+        return headers[name]
+    typed = body_codec.decode_properties(incoming.property_headers, (), ()).get(name)
+    return typed.value if typed is not None else None

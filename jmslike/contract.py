@@ -1,0 +1,172 @@
+"""The adapter contract: what the JMS API layer needs from a broker dialect, and nothing more.
+
+The API enforces JMS (client ID rules, sessions, acknowledgement, transactions) the same way on every
+broker; an adapter only says how that maps onto its broker's STOMP. The API branches on
+:class:`Capabilities`, never on adapter class names, so a third-party adapter (found through the
+``jmslike.adapters`` entry-point group) gets the same treatment as ours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from jmslike.destinations import Destination
+
+if TYPE_CHECKING:
+    from jmslike.config import ConnectionConfig
+    from jmslike.exceptions import JMSException
+
+SelectorSupport = Literal["broker", "client", "none"]
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a broker can do through its adapter; each field is one row of the README's matrix."""
+
+    durable_subscriptions: bool = True
+    selectors: SelectorSupport = "broker"
+    no_local: bool = True
+    browsing: bool = True
+    transactions: bool = True
+    temporary_destinations: bool = True
+    priorities: bool = True
+    expiry: bool = True
+    map_messages: bool = True
+    client_id_enforced: bool = True
+    single_durable_consumer: bool = True
+    broker_redelivery_flag: bool = True
+    admin: bool = False
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """Human names for the matrix rows, in declaration order."""
+        names = {
+            "durable_subscriptions": "Durable subscriptions",
+            "selectors": "Message selectors (broker / client-side / none)",
+            "no_local": "noLocal",
+            "browsing": "Queue browsing",
+            "transactions": "Transacted sessions",
+            "temporary_destinations": "Temporary queues and topics",
+            "priorities": "Priorities",
+            "expiry": "Time to live / expiry",
+            "map_messages": "MapMessage interop with Java peers",
+            "client_id_enforced": "Unique client ID enforced by the broker",
+            "single_durable_consumer": "One consumer per durable subscription, enforced",
+            "broker_redelivery_flag": "Broker sets redelivered on redelivery",
+            "admin": "Subscription administration",
+        }
+        return {f.name: names.get(f.name, f.name) for f in fields(cls)}
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A STOMP frame as the API and adapters exchange it: pure data, no socket."""
+
+    command: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes = b""
+
+
+@dataclass(frozen=True)
+class SubscriptionSpec:
+    """One consumer's subscription, in JMS terms; the adapter turns it into SUBSCRIBE headers."""
+
+    sub_id: str
+    destination: Destination
+    selector: str | None = None
+    no_local: bool = False
+    durable_name: str | None = None
+    client_id: str | None = None
+    browser: bool = False
+    prefetch: int = 1000
+
+
+@dataclass(frozen=True)
+class OutgoingMessage:
+    """A message ready for the wire: JMS header values resolved by the producer, body and properties
+    already encoded by the broker-neutral codec."""
+
+    destination: Destination
+    message_id: str | None
+    timestamp: int
+    delivery_mode: int
+    priority: int
+    expiration: int
+    time_to_live: int
+    correlation_id: str | None
+    reply_to: Destination | None
+    jms_type: str | None
+    type_tag: str
+    body: bytes
+    property_headers: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class IncomingMessage:
+    """A MESSAGE frame decoded into JMS terms by the adapter; the API builds the Message from it."""
+
+    sub_id: str
+    ack_id: str
+    broker_message_id: str | None
+    message_id: str | None
+    destination: Destination | None
+    timestamp: int
+    delivery_mode: int
+    priority: int
+    expiration: int
+    correlation_id: str | None
+    reply_to: Destination | None
+    jms_type: str | None
+    redelivered: bool
+    type_tag: str | None
+    body: bytes
+    headers: Mapping[str, str]
+    property_headers: Mapping[str, str]
+    browser_end: bool = False
+
+
+class Wire(Protocol):
+    """The transport as adapters see it: frames out, receipts awaited."""
+
+    def request(self, frame: Frame, timeout_s: float | None = None) -> None:
+        """Send with a receipt and wait for it; an ERROR answering it raises the mapped exception."""
+
+    def post(self, frame: Frame) -> None:
+        """Send without a receipt (acks in AUTO mode, heart-beat-insensitive traffic)."""
+
+
+class Adapter(Protocol):
+    """One broker dialect. Implementations live in ``jmslike.adapters``."""
+
+    name: str
+    display_name: str
+    capabilities: Capabilities
+    stomp_version: str
+    reserved_headers: frozenset[str]
+
+    def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]: ...
+
+    def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None: ...
+
+    def destination_name(self, destination: Destination) -> str: ...
+
+    def parse_destination(self, name: str) -> Destination | None: ...
+
+    def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None: ...
+
+    def detach(self, wire: Wire, spec: SubscriptionSpec) -> None: ...
+
+    def delete_durable(self, wire: Wire, client_id: str, name: str) -> None: ...
+
+    def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame: ...
+
+    def decode_message(self, frame: Frame) -> IncomingMessage: ...
+
+    def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame: ...
+
+    def error_for(self, message: str, frame: Frame | None) -> type[JMSException]: ...
+
+
+AdapterFactory = Callable[[], Adapter]

@@ -1,0 +1,230 @@
+"""MessageProducer: the provider sets the JMS headers on send, and a send returns once the broker has it.
+
+Synchronous ``send`` waits for the broker's receipt, as a JMS send does. ``send(..., completionListener=l)``
+(JMS 2.0) returns at once; receipts are pipelined in a bounded window (``send_window`` URL key) and the
+listener's ``onCompletion``/``onException`` run on the session's dispatch thread, never the receiver
+thread. As in JMS, the message's own delivery mode, priority and expiration are overwritten by the
+producer's (``setJMSDeliveryMode`` before send has no effect).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jmslike import body_codec
+from jmslike.constants import DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, DeliveryMode
+from jmslike.contract import OutgoingMessage
+from jmslike.destinations import Destination
+from jmslike.exceptions import (
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+    MessageFormatException,
+    UnsupportedOperationException,
+)
+from jmslike.messages import Message
+
+if TYPE_CHECKING:
+    from jmslike.session import Session
+
+
+class CompletionListener(Protocol):
+    """JMS 2.0 ``CompletionListener``."""
+
+    def onCompletion(self, message: Message) -> None: ...
+
+    def onException(self, message: Message, exception: JMSException) -> None: ...
+
+
+_UNSET: Any = object()
+
+
+class MessageProducer:
+    """``javax.jms.MessageProducer``; created by ``Session.createProducer(destination or None)``."""
+
+    def __init__(self, session: Session, destination: Destination | None) -> None:
+        self._session = session
+        self._destination = destination
+        self._delivery_mode = DeliveryMode.PERSISTENT
+        self._priority = DEFAULT_PRIORITY
+        self._time_to_live = DEFAULT_TIME_TO_LIVE
+        self._disable_id = False
+        self._disable_timestamp = False
+        self._closed = False
+
+    # -- settings -------------------------------------------------------------------------------------
+
+    def setDeliveryMode(self, deliveryMode: int) -> None:
+        self._check_open()
+        self._delivery_mode = _check_mode(deliveryMode)
+
+    def getDeliveryMode(self) -> int:
+        self._check_open()
+        return self._delivery_mode
+
+    def setPriority(self, priority: int) -> None:
+        self._check_open()
+        self._priority = _check_priority(priority)
+
+    def getPriority(self) -> int:
+        self._check_open()
+        return self._priority
+
+    def setTimeToLive(self, timeToLive: int) -> None:
+        self._check_open()
+        self._time_to_live = _check_ttl(timeToLive)
+
+    def getTimeToLive(self) -> int:
+        self._check_open()
+        return self._time_to_live
+
+    def setDisableMessageID(self, value: bool) -> None:
+        self._check_open()
+        self._disable_id = bool(value)
+
+    def getDisableMessageID(self) -> bool:
+        return self._disable_id
+
+    def setDisableMessageTimestamp(self, value: bool) -> None:
+        self._check_open()
+        self._disable_timestamp = bool(value)
+
+    def getDisableMessageTimestamp(self) -> bool:
+        return self._disable_timestamp
+
+    def getDestination(self) -> Destination | None:
+        self._check_open()
+        return self._destination
+
+    def close(self) -> None:
+        self._closed = True
+        self._session._remove_producer(self)
+
+    def __enter__(self) -> MessageProducer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the producer is closed")
+        self._session._check_open()
+
+    # -- send -----------------------------------------------------------------------------------------
+
+    def send(self, *args: Any, completionListener: CompletionListener | None = None) -> None:
+        """``send(message[, deliveryMode, priority, timeToLive])`` or, for a producer created without a
+        destination, ``send(destination, message[, deliveryMode, priority, timeToLive])``."""
+        self._check_open()
+        if args and isinstance(args[0], Destination):
+            if self._destination is not None:
+                raise UnsupportedOperationException(
+                    "this producer was created for a destination; call send(message, ...) or create the "
+                    "producer with createProducer(None) to name the destination per send"
+                )
+            destination, rest = args[0], args[1:]
+        else:
+            if self._destination is None:
+                raise UnsupportedOperationException(
+                    "this producer has no destination; call send(destination, message, ...)"
+                )
+            destination, rest = self._destination, args
+        if not rest or not isinstance(rest[0], Message):
+            raise MessageFormatException(f"send() needs a Message created by the session, got {rest[:1]!r}")
+        message = rest[0]
+        options = rest[1:]
+        if len(options) not in (0, 3):
+            raise JMSException("send(message, deliveryMode, priority, timeToLive): give all three or none")
+        mode, priority, ttl = (
+            options if options else (self._delivery_mode, self._priority, self._time_to_live)
+        )
+        self._send(
+            destination,
+            message,
+            _check_mode(mode),
+            _check_priority(priority),
+            _check_ttl(ttl),
+            completionListener,
+        )
+
+    def _send(
+        self,
+        destination: Destination,
+        message: Message,
+        mode: int,
+        priority: int,
+        ttl: int,
+        listener: CompletionListener | None,
+    ) -> None:
+        session = self._session
+        connection = session.connection
+        if not isinstance(destination, Destination):
+            raise InvalidDestinationException(f"cannot send to {destination!r}")
+        connection.check_temporary_use(destination)
+        now = int(time.time() * 1000)
+        message.setJMSDestination(destination)
+        message.setJMSDeliveryMode(mode)
+        message.setJMSPriority(priority)
+        message.setJMSExpiration(now + ttl if ttl else 0)
+        message.setJMSTimestamp(0 if self._disable_timestamp else now)
+        message.setJMSMessageID(None if self._disable_id else f"ID:{uuid.uuid4().hex}")
+        type_tag, body, extra = body_codec.encode_body(message)
+        headers = body_codec.encode_properties(message, connection.adapter.reserved_headers)
+        headers.update(extra)
+        outgoing = OutgoingMessage(
+            destination=destination,
+            message_id=message.getJMSMessageID(),
+            timestamp=message.getJMSTimestamp(),
+            delivery_mode=mode,
+            priority=priority,
+            expiration=message.getJMSExpiration(),
+            time_to_live=ttl,
+            correlation_id=message.getJMSCorrelationID(),
+            reply_to=message.getJMSReplyTo(),
+            jms_type=message.getJMSType(),
+            type_tag=type_tag,
+            body=body,
+            property_headers=headers,
+        )
+        frame = connection.adapter.send_frame(outgoing, session.transaction_for_send())
+        wire = connection.wire_for_use()
+        if listener is None:
+            wire.request(frame)
+            return
+        session.acquire_send_slot()
+
+        def done(error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
+            session.release_send_slot()
+            if error is None:
+                session.run_task(lambda: listener.onCompletion(message))
+            else:
+                session.run_task(lambda: listener.onException(message, error))
+
+        try:
+            wire.submit(frame, done)
+        except JMSException:
+            session.release_send_slot()
+            raise
+
+
+def _check_mode(mode: Any) -> int:
+    if mode not in (DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT) or isinstance(mode, bool):
+        raise JMSException(
+            f"delivery mode must be DeliveryMode.PERSISTENT (2) or DeliveryMode.NON_PERSISTENT (1), got {mode!r}"
+        )
+    return int(mode)
+
+
+def _check_priority(priority: Any) -> int:
+    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 9:
+        raise JMSException(f"priority must be an integer 0-9, got {priority!r}")
+    return priority
+
+
+def _check_ttl(ttl: Any) -> int:
+    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
+        raise JMSException(f"time to live must be an integer number of milliseconds >= 0, got {ttl!r}")
+    return ttl

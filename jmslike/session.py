@@ -1,0 +1,732 @@
+"""Session: one serial delivery path, acknowledgement modes and local transactions, same on every broker.
+
+Delivery model. The receiver thread appends each incoming message to its consumer's inbox (bounded by
+the broker's prefetch) and notifies the session. ``receive()`` takes from the inbox on the caller's
+thread; listeners run on the session's own dispatch thread, one at a time, as JMS requires. Completion
+listeners of asynchronous sends run on that same thread.
+
+Lock rule: ``_cond`` guards inboxes and bookkeeping and is never held while waiting for a broker receipt,
+because the receiver thread needs it to enqueue messages (holding it across a round trip deadlocks).
+
+Redelivery is done by jmslike, not by NACK or ABORT (brokers disagree on both, see brokers.md): every
+subscription uses individual client acknowledgement, so a message the application has not acknowledged
+is still owned by this session on the broker, and ``recover()``/``rollback()`` put it back at the front
+of its consumer's inbox, flagged redelivered with JMSXDeliveryCount raised. If the client dies instead,
+the broker redelivers it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jmslike import selector as selectors
+from jmslike.constants import AcknowledgeMode
+from jmslike.contract import Frame, IncomingMessage, SubscriptionSpec
+from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, check_name
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+    TransactionRolledBackException,
+    UnsupportedFeatureException,
+)
+from jmslike.messages import (
+    BytesMessage,
+    MapMessage,
+    Message,
+    ObjectMessage,
+    StreamMessage,
+    TextMessage,
+)
+
+if TYPE_CHECKING:
+    from jmslike.connection import Connection
+    from jmslike.consumer import MessageConsumer, QueueBrowser, TopicSubscriber
+    from jmslike.producer import MessageProducer
+
+log = logging.getLogger(__name__)
+
+# A listener that keeps raising in AUTO mode gets its message back this many times, like the ActiveMQ
+# Java client's maximumRedeliveries; after that the message stays unacknowledged on the broker (never
+# dropped) and is redelivered when the consumer closes.
+MAX_LISTENER_REDELIVERIES = 6
+
+
+@dataclass
+class Pending:
+    """A message in an inbox or delivered-but-unacknowledged: the broker's view plus local redeliveries."""
+
+    incoming: IncomingMessage
+    local_redeliveries: int = 0
+
+    @property
+    def redelivered(self) -> bool:
+        return self.incoming.redelivered or self.local_redeliveries > 0
+
+    @property
+    def delivery_count(self) -> int:
+        return 1 + (1 if self.incoming.redelivered else 0) + self.local_redeliveries
+
+    def again(self) -> Pending:
+        return Pending(self.incoming, self.local_redeliveries + 1)
+
+
+class Session:
+    """``javax.jms.Session``. Not thread-safe for the application (as in JMS), safe against our threads."""
+
+    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
+    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
+    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
+    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
+    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE
+
+    _tx_ids = itertools.count(1)
+
+    def __init__(self, connection: Connection, acknowledge_mode: int) -> None:
+        self._connection = connection
+        self._ack_mode = acknowledge_mode
+        self._cond = threading.Condition(threading.RLock())
+        self._consumers: list[MessageConsumer] = []
+        self._closing: list[MessageConsumer] = []  # closed, detach deferred until their messages settle
+        self._producers: list[MessageProducer] = []
+        self._unacked: list[tuple[MessageConsumer, Pending]] = []
+        self._tx: str | None = None
+        self._rollback_only: str | None = None
+        self._closed = False
+        self._dispatcher: threading.Thread | None = None
+        self._tasks: deque[Callable[[], None]] = deque()
+        self._busy = False
+        self._in_flight = 0
+        self._window = threading.BoundedSemaphore(max(1, connection.config.send_window))
+        self._current: tuple[MessageConsumer, Pending] | None = None
+        self._recover_current = False
+        self._rr = 0
+
+    # -- properties -----------------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> Connection:
+        return self._connection
+
+    def getTransacted(self) -> bool:
+        self._check_open()
+        return self._ack_mode == AcknowledgeMode.SESSION_TRANSACTED
+
+    def getAcknowledgeMode(self) -> int:
+        self._check_open()
+        return self._ack_mode
+
+    @property
+    def transacted(self) -> bool:
+        return self._ack_mode == AcknowledgeMode.SESSION_TRANSACTED
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the session is closed")
+        self._connection._check_open()
+
+    # -- destinations and messages --------------------------------------------------------------------
+
+    def createQueue(self, queueName: str) -> Queue:
+        self._check_open()
+        return Queue(check_name(queueName, "queue"))
+
+    def createTopic(self, topicName: str) -> Topic:
+        self._check_open()
+        return Topic(check_name(topicName, "topic"))
+
+    def createTemporaryQueue(self) -> TemporaryQueue:
+        self._check_open()
+        self._require("temporary_destinations", "temporary queues")
+        return self._connection.new_temporary(TemporaryQueue)  # type: ignore[return-value]
+
+    def createTemporaryTopic(self) -> TemporaryTopic:
+        self._check_open()
+        self._require("temporary_destinations", "temporary topics")
+        return self._connection.new_temporary(TemporaryTopic)  # type: ignore[return-value]
+
+    def createMessage(self) -> Message:
+        self._check_open()
+        return Message()
+
+    def createTextMessage(self, text: str | None = None) -> TextMessage:
+        self._check_open()
+        message = TextMessage()
+        if text is not None:
+            message.setText(text)
+        return message
+
+    def createBytesMessage(self) -> BytesMessage:
+        self._check_open()
+        return BytesMessage()
+
+    def createMapMessage(self) -> MapMessage:
+        self._check_open()
+        return MapMessage()
+
+    def createStreamMessage(self) -> StreamMessage:
+        self._check_open()
+        return StreamMessage()
+
+    def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
+        """An ObjectMessage serialised by a named safe serializer (the registry default, JSON; never pickle)."""
+        self._check_open()
+        registry = self._connection.serializers
+        chosen = registry.get(serializer) if serializer is not None else registry.default
+        return ObjectMessage(obj, serializer=chosen)
+
+    def _require(self, capability: str, feature: str) -> None:
+        if not getattr(self._connection.adapter.capabilities, capability):
+            raise UnsupportedFeatureException(self._connection.adapter.display_name, feature)
+
+    # -- producers and consumers ----------------------------------------------------------------------
+
+    def createProducer(self, destination: Destination | None = None) -> MessageProducer:
+        from jmslike.producer import MessageProducer
+
+        self._check_open()
+        if destination is not None:
+            self._check_destination(destination)
+        producer = MessageProducer(self, destination)
+        self._producers.append(producer)
+        return producer
+
+    def createConsumer(
+        self, destination: Destination, messageSelector: str | None = None, noLocal: bool = False
+    ) -> MessageConsumer:
+        from jmslike.consumer import MessageConsumer
+
+        self._check_open()
+        self._check_destination(destination)
+        if isinstance(destination, TemporaryQueue | TemporaryTopic) and not self._connection.owns_temporary(
+            destination
+        ):
+            raise InvalidDestinationException(
+                f"{destination} was created by another connection; only its own connection may consume from it"
+            )
+        parsed = self._parse_selector(messageSelector, destination)
+        spec = SubscriptionSpec(
+            sub_id=self._connection.next_sub_id(),
+            destination=destination,
+            selector=parsed.render() if parsed is not None else None,
+            no_local=bool(noLocal) and isinstance(destination, Topic),
+            client_id=self._connection.getClientID(),
+            prefetch=self._connection.config.prefetch,
+        )
+        return self._attach(MessageConsumer(self, spec, parsed))
+
+    def createDurableSubscriber(
+        self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
+    ) -> TopicSubscriber:
+        from jmslike.consumer import TopicSubscriber
+
+        self._check_open()
+        self._require("durable_subscriptions", "durable subscriptions")
+        if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
+            raise InvalidDestinationException(
+                f"a durable subscription needs a (non-temporary) Topic, got {topic!r}"
+            )
+        client_id = self._require_client_id("create a durable subscription")
+        name = _check_subscription_name(name)
+        if name in self._connection.active_durable_names():
+            raise JMSException(
+                f"durable subscription {name!r} of client {client_id!r} already has an active consumer; "
+                "close it first (a durable subscription has one consumer at a time)"
+            )
+        parsed = self._parse_selector(messageSelector, topic)
+        spec = SubscriptionSpec(
+            sub_id=self._connection.next_sub_id(),
+            destination=topic,
+            selector=parsed.render() if parsed is not None else None,
+            no_local=bool(noLocal),
+            durable_name=name,
+            client_id=client_id,
+            prefetch=self._connection.config.prefetch,
+        )
+        subscriber = self._attach(TopicSubscriber(self, spec, parsed))
+        assert isinstance(subscriber, TopicSubscriber)
+        return subscriber
+
+    def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
+        from jmslike.consumer import QueueBrowser
+
+        self._check_open()
+        self._require("browsing", "queue browsing")
+        if not isinstance(queue, Queue):
+            raise InvalidDestinationException(f"only a Queue can be browsed, got {queue!r}")
+        return QueueBrowser(self, queue, self._parse_selector(messageSelector, queue))
+
+    def unsubscribe(self, name: str) -> None:
+        """Delete the durable subscription ``name`` of this client ID, with its backlog, for good."""
+        self._check_open()
+        client_id = self._require_client_id("unsubscribe")
+        name = _check_subscription_name(name)
+        if name in self._connection.active_durable_names():
+            raise IllegalStateException(
+                f"durable subscription {name!r} has an open consumer; close the subscriber before unsubscribe"
+            )
+        for session in self._connection.sessions():
+            if session._holds_unacked(name):
+                raise IllegalStateException(
+                    f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "
+                    "acknowledge, commit or roll back before unsubscribe"
+                )
+        self._connection.adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
+
+    def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
+        self._connection.register_consumer(consumer)
+        try:
+            self._connection.adapter.subscribe(self._connection.wire_for_use(), consumer.spec)
+        except BaseException:
+            self._connection.unregister_consumer(consumer)
+            raise
+        with self._cond:
+            self._consumers.append(consumer)
+        return consumer
+
+    def _check_destination(self, destination: object) -> None:
+        if not isinstance(destination, Destination):
+            raise InvalidDestinationException(
+                f"expected a Queue or Topic (session.createQueue/createTopic), got {destination!r}"
+            )
+        if isinstance(destination, TemporaryQueue | TemporaryTopic):
+            self._require("temporary_destinations", "temporary destinations")
+            self._connection.check_temporary_use(destination)
+
+    def _parse_selector(self, text: str | None, destination: Destination) -> selectors.Selector | None:
+        if text is None or (isinstance(text, str) and not text.strip()):
+            return None
+        parsed = selectors.parse(text)
+        support = self._connection.adapter.capabilities.selectors
+        if support == "none":
+            raise UnsupportedFeatureException(self._connection.adapter.display_name, "message selectors")
+        if support == "client" and isinstance(destination, Queue):
+            raise UnsupportedFeatureException(
+                self._connection.adapter.display_name,
+                "selectors on queues",
+                "the broker cannot filter and a client-side filter would consume other consumers' messages",
+            )
+        return parsed
+
+    def _require_client_id(self, action: str) -> str:
+        client_id = self._connection.getClientID()
+        if client_id is None:
+            raise IllegalStateException(
+                f"cannot {action} without a client ID: call connection.setClientID(...) right after "
+                "createConnection (a durable subscription is identified by client ID and name)"
+            )
+        return client_id
+
+    def _holds_unacked(self, durable_name: str) -> bool:
+        with self._cond:
+            return any(c.spec.durable_name == durable_name for c, _ in self._unacked)
+
+    # -- delivery -------------------------------------------------------------------------------------
+
+    def _enqueue(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """Receiver thread: append and wake whoever waits. Nothing else."""
+        with self._cond:
+            consumer._inbox.append(pending)
+            self._cond.notify_all()
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    def _take(self, consumer: MessageConsumer, deadline: float | None) -> Pending | None:
+        """Wait (bounded by ``deadline``) for the next message of ``consumer``; None on timeout/close."""
+        with self._cond:
+            while True:
+                if consumer._closed or self._closed:
+                    return None
+                failed = self._connection._failed
+                if failed is not None:
+                    raise ConnectionLostException(f"cannot receive: {failed}") from failed
+                if self._connection.started and consumer._inbox:
+                    return consumer._inbox.popleft()
+                if deadline is None:
+                    self._cond.wait()
+                    continue
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._cond.wait(remaining)
+
+    def _receive(self, consumer: MessageConsumer, deadline: float | None) -> Message | None:
+        while True:
+            pending = self._take(consumer, deadline)
+            if pending is None:
+                return None
+            message = self._deliver(consumer, pending)
+            if message is None:
+                continue
+            if self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE):
+                self._ack_now(pending)
+            return message
+
+    def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
+        """Turn a pending delivery into a Message, or drop it (expired / filtered) with an ack."""
+        incoming = pending.incoming
+        if incoming.expiration and incoming.expiration <= int(time.time() * 1000):
+            self._ack_now(pending)  # expired messages are never delivered (JMS 1.1 §3.4.9)
+            return None
+        if not consumer.accepts(incoming):
+            self._ack_now(pending)  # not part of this subscription: client-side selector or noLocal
+            return None
+        message = consumer.build_message(pending)
+        if self._ack_mode in (
+            AcknowledgeMode.CLIENT_ACKNOWLEDGE,
+            AcknowledgeMode.SESSION_TRANSACTED,
+            AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
+        ):
+            with self._cond:
+                self._unacked.append((consumer, pending))
+            if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
+                message._acknowledger = self._acknowledge_all
+            elif self._ack_mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
+                message._acknowledger = lambda: self._acknowledge_one(pending)
+        return message
+
+    def _ack_now(self, pending: Pending) -> None:
+        """Acknowledge one message without waiting (AUTO / DUPS_OK, dropped messages)."""
+        try:
+            self._connection.wire_for_use().post(self._connection.adapter.ack_frame(pending.incoming, None))
+        except ConnectionLostException:
+            log.debug("ack lost with the connection; the broker will redeliver")
+
+    def _acknowledge_all(self) -> None:
+        """CLIENT_ACKNOWLEDGE: acknowledge everything this session has delivered so far."""
+        self._check_open()
+        with self._cond:
+            batch, self._unacked = self._unacked, []
+        self._send_acks([p for _, p in batch], None)
+        self._release_closed()
+
+    def _acknowledge_one(self, pending: Pending) -> None:
+        self._check_open()
+        with self._cond:
+            entry = next(((c, p) for c, p in self._unacked if p is pending), None)
+            if entry is None:
+                return
+            self._unacked.remove(entry)
+        self._send_acks([pending], None)
+        self._release_closed()
+
+    def _send_acks(self, batch: list[Pending], transaction: str | None) -> None:
+        if not batch:
+            return
+        wire = self._connection.wire_for_use()
+        adapter = self._connection.adapter
+        for pending in batch[:-1]:
+            wire.post(adapter.ack_frame(pending.incoming, transaction))
+        wire.request(adapter.ack_frame(batch[-1].incoming, transaction))
+
+    def _redeliver_locally(self, entries: list[tuple[MessageConsumer, Pending]]) -> None:
+        """Put delivered messages back at the front of their inboxes, in their original order."""
+        with self._cond:
+            for consumer, pending in reversed(entries):
+                if not consumer._closed:
+                    consumer._inbox.appendleft(pending.again())
+            self._cond.notify_all()
+
+    def recover(self) -> None:
+        """Stop, then redeliver from the oldest unacknowledged message, flagged redelivered."""
+        self._check_open()
+        if self.transacted:
+            raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
+        with self._cond:
+            batch, self._unacked = self._unacked, []
+            if self._current is not None and threading.current_thread() is self._dispatcher:
+                self._recover_current = True
+        self._redeliver_locally(batch)
+        self._release_closed()  # messages of closed consumers go back to the broker, flagged by it
+
+    # -- transactions ---------------------------------------------------------------------------------
+
+    def transaction_for_send(self) -> str | None:
+        """The STOMP transaction a send must join (BEGIN on first use), or None outside transactions."""
+        if not self.transacted:
+            return None
+        if self._rollback_only is not None:
+            raise TransactionRolledBackException(
+                f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
+            )
+        if self._tx is None:
+            tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
+            self._connection.wire_for_use().request(Frame("BEGIN", {"transaction": tx}))
+            self._tx = tx
+        return self._tx
+
+    def commit(self) -> None:
+        self._check_open()
+        if not self.transacted:
+            raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
+        if self._rollback_only is not None:
+            reason = self._rollback_only
+            self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"the transaction was rolled back: {reason}")
+        with self._cond:
+            consumed = list(self._unacked)
+        if not consumed and self._tx is None:
+            return
+        try:
+            tx = self.transaction_for_send()
+            assert tx is not None
+            wire = self._connection.wire_for_use()
+            for _, pending in consumed:
+                wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
+        except JMSException as exc:
+            self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
+        try:
+            wire.request(Frame("COMMIT", {"transaction": tx}))
+        except ConnectionLostException as exc:
+            self._forget_transaction(consumed)
+            raise ConnectionLostException(
+                "the connection was lost while committing; the outcome is unknown (the broker applies a "
+                "transaction all or nothing): messages consumed in it come back flagged redelivered if it "
+                "did not commit"
+            ) from exc
+        except JMSException as exc:
+            self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
+        self._forget_transaction(consumed)
+
+    def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
+        with self._cond:
+            done = {id(p) for _, p in consumed}
+            self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
+            self._tx = None
+        self._release_closed()
+
+    def rollback(self) -> None:
+        self._check_open()
+        if not self.transacted:
+            raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
+        self._rollback_local(redeliver=True)
+
+    def _rollback_local(self, redeliver: bool) -> None:
+        """ABORT the broker transaction (its sends vanish) and hand consumed messages back locally."""
+        tx, self._tx = self._tx, None
+        self._rollback_only = None
+        if tx is not None:
+            try:
+                self._connection.wire_for_use().request(Frame("ABORT", {"transaction": tx}))
+            except ConnectionLostException:
+                log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+        with self._cond:
+            batch, self._unacked = self._unacked, []
+        if redeliver:
+            self._redeliver_locally(batch)
+        self._release_closed()
+
+    # -- listeners and completion callbacks -----------------------------------------------------------
+
+    def _ensure_dispatcher(self) -> None:
+        with self._cond:
+            if self._dispatcher is None:
+                self._dispatcher = threading.Thread(
+                    target=self._dispatch_loop, name=f"jmslike-session-{id(self):x}", daemon=True
+                )
+                self._dispatcher.start()
+            self._cond.notify_all()
+
+    def run_task(self, task: Callable[[], None]) -> None:
+        """Run ``task`` on this session's dispatch thread (completion listeners)."""
+        with self._cond:
+            self._tasks.append(task)
+        self._ensure_dispatcher()
+
+    def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending] | None:
+        """Under ``_cond``: a task, or a listener delivery when started; None when closed."""
+        while True:
+            if self._closed and not self._tasks:
+                return None
+            if self._tasks:
+                return self._tasks.popleft()
+            if self._connection.started and self._connection._failed is None:
+                listening = [c for c in self._consumers if c._listener is not None and c._inbox]
+                if listening:
+                    self._rr = (self._rr + 1) % len(listening)
+                    consumer = listening[self._rr]
+                    return consumer, consumer._inbox.popleft()
+            self._cond.wait()
+
+    def _dispatch_loop(self) -> None:
+        while True:
+            with self._cond:
+                work = self._next_work()
+                if work is None:
+                    return
+                self._busy = True
+            try:
+                if callable(work):
+                    work()
+                else:
+                    self._run_listener(*work)
+            except Exception as exc:
+                self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._current = None
+                    self._cond.notify_all()
+
+    def _run_listener(self, consumer: MessageConsumer, pending: Pending) -> None:
+        message = self._deliver(consumer, pending)
+        if message is None:
+            return
+        listener = consumer._listener
+        auto = self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
+        with self._cond:
+            self._current = (consumer, pending)
+            self._recover_current = False
+        try:
+            if listener is None:  # removed meanwhile: give it back
+                self._redeliver_locally(
+                    [(consumer, Pending(pending.incoming, pending.local_redeliveries - 1))]
+                )
+                return
+            listener(message)
+        except Exception as exc:
+            self._connection.report(_wrap(exc, f"message listener raised on {message.getJMSMessageID()}"))
+            if auto:
+                if pending.local_redeliveries < MAX_LISTENER_REDELIVERIES:
+                    self._redeliver_locally([(consumer, pending)])
+                else:
+                    log.error(
+                        "message %s failed %d times in its listener; left unacknowledged on the broker",
+                        message.getJMSMessageID(),
+                        pending.delivery_count,
+                    )
+            return
+        if auto:
+            if self._recover_current:
+                self._redeliver_locally([(consumer, pending)])
+            else:
+                self._ack_now(pending)
+
+    def _wait_idle(self) -> None:
+        """Block until no listener runs (Connection.stop, Session.close)."""
+        if threading.current_thread() is self._dispatcher:
+            return
+        with self._cond:
+            while self._busy:
+                self._cond.wait(0.5)
+
+    # -- asynchronous send bookkeeping ----------------------------------------------------------------
+
+    def acquire_send_slot(self) -> None:
+        deadline = self._connection.config.receipt_timeout_ms / 1000
+        if not self._window.acquire(timeout=deadline):
+            raise JMSException(f"no send completed within {deadline:.0f}s; the broker does not answer")
+        with self._cond:
+            self._in_flight += 1
+
+    def release_send_slot(self) -> None:
+        with self._cond:
+            self._in_flight -= 1
+            self._cond.notify_all()
+        self._window.release()
+
+    def _wait_sends(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while self._in_flight > 0 and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
+
+    # -- connection loss ------------------------------------------------------------------------------
+
+    def _on_connection_lost(self) -> None:
+        """Receiver thread: prefetched and unacknowledged messages now belong to the broker again."""
+        with self._cond:
+            for consumer in self._consumers:
+                consumer._inbox.clear()
+            if self.transacted and (self._unacked or self._tx is not None):
+                self._rollback_only = "the connection to the broker was lost during the transaction"
+            self._unacked = []
+            self._closing = []  # their subscriptions died with the connection
+            self._tx = None
+            self._cond.notify_all()
+
+    # -- close ----------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Roll back an open transaction, close consumers and producers; unacknowledged stays unacked."""
+        if self._closed:
+            return
+        self._wait_sends(self._connection.config.receipt_timeout_ms / 1000)
+        if self.transacted:
+            try:
+                self._rollback_local(redeliver=False)
+            except JMSException:
+                log.debug("rollback on close failed", exc_info=True)
+        self._wait_idle()
+        for consumer in list(self._consumers):
+            consumer.close()
+        with self._cond:
+            self._unacked = []  # closing a session does not acknowledge: the broker gets them back
+        self._release_closed()
+        for producer in list(self._producers):
+            producer.close()
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        self._connection.remove_session(self)
+
+    def _consumer_closed(self, consumer: MessageConsumer) -> None:
+        """Detach at once, or defer while the session still owes the broker an ack for its messages."""
+        with self._cond:
+            if consumer in self._consumers:
+                self._consumers.remove(consumer)
+            owed = any(c is consumer for c, _ in self._unacked)
+            if owed:
+                self._closing.append(consumer)
+            self._cond.notify_all()
+        if not owed:
+            consumer.detach()
+
+    def _release_closed(self) -> None:
+        """Detach closed consumers whose delivered messages are now settled (acked, recovered, rolled back)."""
+        with self._cond:
+            settled = [c for c in self._closing if not any(u is c for u, _ in self._unacked)]
+            self._closing = [c for c in self._closing if c not in settled]
+        for consumer in settled:
+            consumer.detach()
+
+    def _remove_producer(self, producer: MessageProducer) -> None:
+        if producer in self._producers:
+            self._producers.remove(producer)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Session ack_mode={self._ack_mode} {'closed' if self._closed else 'open'}>"
+
+
+def _check_subscription_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip():
+        raise JMSException(f"a durable subscription name must be a non-empty string, got {name!r}")
+    if any(ord(ch) < 32 or ch == "\x7f" for ch in name):
+        raise JMSException(f"durable subscription name {name!r} contains control characters")
+    return name
+
+
+def _wrap(exc: BaseException, text: str | None = None) -> JMSException:
+    if isinstance(exc, JMSException) and text is None:
+        return exc
+    wrapped = JMSException(f"{text}: {exc!r}" if text else repr(exc))
+    wrapped.__cause__ = exc
+    return wrapped

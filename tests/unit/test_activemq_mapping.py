@@ -1,0 +1,181 @@
+"""The ActiveMQ dialect as pure functions: JMS intents in, STOMP frames out, and back."""
+
+from __future__ import annotations
+
+from jmslike.adapters.activemq import ActiveMQAdapter
+from jmslike.adapters.dialect import ID_HEADER, TYPE_HEADER
+
+from jmslike.constants import DeliveryMode
+from jmslike.contract import Frame, OutgoingMessage, SubscriptionSpec
+from jmslike.destinations import Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.exceptions import (
+    IllegalStateException,
+    InvalidClientIDException,
+    InvalidDestinationException,
+    JMSException,
+    JMSSecurityException,
+)
+
+adapter = ActiveMQAdapter()
+
+
+def outgoing(**overrides: object) -> OutgoingMessage:
+    fields: dict[str, object] = dict(
+        destination=Queue("orders"),
+        message_id="ID:abc",
+        timestamp=1000,
+        delivery_mode=DeliveryMode.PERSISTENT,
+        priority=4,
+        expiration=0,
+        time_to_live=0,
+        correlation_id=None,
+        reply_to=None,
+        jms_type=None,
+        type_tag="text",
+        body=b"hi",
+        property_headers={"color": "red"},
+    )
+    fields.update(overrides)
+    return OutgoingMessage(**fields)  # type: ignore[arg-type]
+
+
+def test_speaks_stomp_11_because_unsubscribe_needs_it() -> None:
+    # On 1.2 ActiveMQ takes the subscription name as the client ID when deleting a durable subscription.
+    assert adapter.stomp_version == "1.1"
+
+
+def test_destinations_round_trip() -> None:
+    for destination in (Queue("a.b"), Topic("t"), TemporaryQueue("x"), TemporaryTopic("y")):
+        assert adapter.parse_destination(adapter.destination_name(destination)) == destination
+    assert adapter.destination_name(Queue("q")) == "/queue/q"
+    assert adapter.destination_name(Topic("t")) == "/topic/t"
+
+
+def test_remote_temporary_destinations_stay_remote() -> None:
+    remote = adapter.parse_destination("/remote-temp-queue/ID:host-1:2:1")
+    assert remote == TemporaryQueue("ID:host-1:2:1")
+    assert adapter.destination_name(remote) == "/remote-temp-queue/ID:host-1:2:1"
+
+
+def test_send_frame_persistent_by_default_and_text_typed_for_java() -> None:
+    frame = adapter.send_frame(outgoing(), None)
+    assert frame.command == "SEND"
+    assert frame.headers["persistent"] == "true"
+    assert frame.headers["amq-msg-type"] == "text"
+    assert frame.headers[ID_HEADER] == "ID:abc"
+    assert frame.headers[TYPE_HEADER] == "text"
+    assert frame.headers["color"] == "red"
+    assert "expires" not in frame.headers
+    assert "transaction" not in frame.headers
+
+
+def test_send_frame_non_persistent_expiry_and_transaction() -> None:
+    frame = adapter.send_frame(
+        outgoing(
+            delivery_mode=DeliveryMode.NON_PERSISTENT,
+            expiration=5000,
+            type_tag="bytes",
+            reply_to=Topic("replies"),
+            correlation_id="c1",
+            jms_type="T",
+        ),
+        "tx1",
+    )
+    assert frame.headers["persistent"] == "false"
+    assert frame.headers["expires"] == "5000"
+    assert frame.headers["amq-msg-type"] == "bytes"
+    assert frame.headers["transaction"] == "tx1"
+    assert frame.headers["reply-to"] == "/topic/replies"
+    assert frame.headers["correlation-id"] == "c1"
+    assert frame.headers["type"] == "T"
+
+
+def test_durable_subscribe_headers() -> None:
+    spec = SubscriptionSpec(
+        sub_id="s1",
+        destination=Topic("news"),
+        selector="a = 1",
+        no_local=True,
+        durable_name="sub",
+        prefetch=10,
+    )
+    headers = adapter.subscribe_headers(spec)
+    assert headers["activemq.subscriptionName"] == "sub"
+    assert headers["activemq.noLocal"] == "true"
+    assert headers["selector"] == "a = 1"
+    assert headers["ack"] == "client-individual"
+    assert headers["activemq.prefetchSize"] == "10"
+
+
+def test_browser_subscribe_does_not_hold_acks() -> None:
+    headers = adapter.subscribe_headers(SubscriptionSpec(sub_id="b", destination=Queue("q"), browser=True))
+    assert headers["browser"] == "true"
+    assert headers["ack"] == "auto"
+
+
+def test_decode_message_maps_headers_and_keeps_properties_apart() -> None:
+    frame = Frame(
+        "MESSAGE",
+        {
+            "message-id": "ID:broker-1",
+            "subscription": "s1",
+            "destination": "/queue/orders",
+            "persistent": "true",
+            "priority": "7",
+            "expires": "0",
+            "timestamp": "123",
+            "redelivered": "true",
+            ID_HEADER: "ID:ours",
+            TYPE_HEADER: "text",
+            "amq-msg-type": "text",
+            "color": "red",
+        },
+        b"hello",
+    )
+    incoming = adapter.decode_message(frame)
+    assert incoming.message_id == "ID:ours"
+    assert incoming.broker_message_id == "ID:broker-1"
+    assert incoming.ack_id == "ID:broker-1"
+    assert incoming.destination == Queue("orders")
+    assert incoming.delivery_mode == DeliveryMode.PERSISTENT
+    assert incoming.priority == 7
+    assert incoming.redelivered
+    assert incoming.timestamp == 123
+    assert dict(incoming.property_headers) == {"color": "red"}
+
+
+def test_java_messages_typed_by_content_length() -> None:
+    text = adapter.decode_message(Frame("MESSAGE", {"message-id": "1", "subscription": "s"}, b"x"))
+    data = adapter.decode_message(
+        Frame("MESSAGE", {"message-id": "1", "subscription": "s", "content-length": "1"}, b"x")
+    )
+    assert text.type_tag == "text"
+    assert data.type_tag == "bytes"
+
+
+def test_malformed_numeric_headers_do_not_crash() -> None:
+    incoming = adapter.decode_message(
+        Frame("MESSAGE", {"message-id": "1", "subscription": "s", "priority": "high", "timestamp": "x"}, b"")
+    )
+    assert incoming.priority == 4
+    assert incoming.timestamp == 0
+
+
+def test_ack_frame_uses_stomp_11_headers() -> None:
+    incoming = adapter.decode_message(Frame("MESSAGE", {"message-id": "ID:1", "subscription": "s9"}, b""))
+    frame = adapter.ack_frame(incoming, "tx")
+    assert frame.headers == {"message-id": "ID:1", "subscription": "s9", "transaction": "tx"}
+
+
+def test_error_classification() -> None:
+    unsubscribe = Frame("UNSUBSCRIBE", {})
+    subscribe = Frame("SUBSCRIBE", {})
+    assert adapter.error_for("Broker: localhost - Client: c1 already connected from tcp://x", None) is (
+        InvalidClientIDException
+    )
+    assert adapter.error_for("User name [x] or password is invalid.", None) is JMSSecurityException
+    assert adapter.error_for("Durable consumer is in use for client: c", unsubscribe) is IllegalStateException
+    assert adapter.error_for("Durable consumer is in use for client: c", subscribe) is JMSException
+    assert adapter.error_for("No durable subscription exists for clientID: c", unsubscribe) is (
+        InvalidDestinationException
+    )
