@@ -1,0 +1,53 @@
+"""Fixtures for JMS API tests: factories and connections on the real brokers the plugin launches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from jmslike import Connection, ConnectionFactory
+from jmslike.registry import adapter_names
+
+
+def _skip_without_adapter(kind: str) -> None:
+    if kind not in adapter_names():
+        pytest.skip(f"no jmslike adapter for {kind} is installed yet; only {', '.join(adapter_names())}")
+
+
+@pytest.fixture
+def url(broker: Any) -> str:
+    """The broker's jmslike URL (skips, saying why, when no adapter for that broker exists)."""
+    _skip_without_adapter(broker.kind)
+    return str(broker.url)
+
+
+@pytest.fixture
+def factory(url: str) -> ConnectionFactory:
+    return ConnectionFactory(url)
+
+
+@pytest.fixture
+def connect(broker: Any, url: str) -> Iterator[Callable[..., Connection]]:
+    """``connect(client_id=None, url_options="", start=True)``: a connection closed after the test."""
+    opened: list[Connection] = []
+
+    def make(client_id: str | None = None, url_options: str = "", start: bool = True) -> Connection:
+        target = url + (("?" + url_options) if url_options else "")
+        connection = ConnectionFactory(target).createConnection(broker.user, broker.password)
+        opened.append(connection)
+        if client_id is not None:
+            connection.setClientID(client_id)
+        if start:
+            connection.start()
+        return connection
+
+    yield make
+    for connection in opened:
+        connection.close()
+
+
+@pytest.fixture
+def connection(connect: Callable[..., Connection]) -> Connection:
+    return connect()

@@ -1,0 +1,167 @@
+"""Acknowledgement modes, recover() and redelivery (JMS 1.1 §4.4.11, §3.4.7) on real brokers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from jmslike import Connection, IllegalStateException, Message, Session, TextMessage
+
+RECEIVE_MS = 5000
+
+
+def send_texts(connection: Connection, queue_name: str, texts: list[str]) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(queue_name))
+    for text in texts:
+        producer.send(session.createTextMessage(text))
+    session.close()
+
+
+def text_of(message: Message | None) -> str:
+    assert isinstance(message, TextMessage), f"expected a TextMessage, got {message!r}"
+    return message.getText() or ""
+
+
+def drain(connection: Connection, queue_name: str, wait_ms: int = 500) -> list[Message]:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(queue_name))
+    got = []
+    while (message := consumer.receive(wait_ms)) is not None:
+        got.append(message)
+    session.close()
+    return got
+
+
+def test_auto_ack_consumes_for_good(connect: Callable[..., Connection], unique_name: str) -> None:
+    connection = connect()
+    send_texts(connection, unique_name, ["a", "b"])
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    assert text_of(consumer.receive(RECEIVE_MS)) == "a"
+    session.close()
+    rest = drain(connect(), unique_name)
+    assert [text_of(m) for m in rest] == ["b"]
+
+
+def test_client_ack_acknowledges_everything_delivered_by_the_session(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    connection = connect()
+    send_texts(connection, unique_name, ["1", "2", "3"])
+    send_texts(connection, unique_name + ".other", ["x"])
+    session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+    first = session.createConsumer(session.createQueue(unique_name))
+    second = session.createConsumer(session.createQueue(unique_name + ".other"))
+    m1 = first.receive(RECEIVE_MS)
+    first.receive(RECEIVE_MS)
+    second.receive(RECEIVE_MS)
+    assert m1 is not None
+    m1.acknowledge()  # acks all three delivered so far, across both consumers
+    third = first.receive(RECEIVE_MS)
+    assert text_of(third) == "3"
+    session.close()  # closing does not acknowledge "3"
+    left = drain(connect(), unique_name)
+    assert [text_of(m) for m in left] == ["3"]
+    assert left[0].getJMSRedelivered() is True
+    assert drain(connect(), unique_name + ".other") == []
+
+
+def test_closing_client_ack_session_redelivers_flagged(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    connection = connect()
+    send_texts(connection, unique_name, ["only"])
+    session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+    message = session.createConsumer(session.createQueue(unique_name)).receive(RECEIVE_MS)
+    assert text_of(message) == "only"
+    session.close()
+    again = drain(connect(), unique_name)
+    assert len(again) == 1
+    assert again[0].getJMSRedelivered() is True
+    assert again[0].getIntProperty("JMSXDeliveryCount") >= 2
+    assert again[0].getJMSMessageID() == message.getJMSMessageID()  # type: ignore[union-attr]
+
+
+def test_recover_redelivers_from_oldest_unacked(connection: Connection, unique_name: str) -> None:
+    send_texts(connection, unique_name, ["a", "b", "c"])
+    session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    a = consumer.receive(RECEIVE_MS)
+    assert a is not None
+    a.acknowledge()
+    b = consumer.receive(RECEIVE_MS)
+    assert text_of(b) == "b" and b is not None and not b.getJMSRedelivered()
+    session.recover()
+    b_again = consumer.receive(RECEIVE_MS)
+    assert text_of(b_again) == "b"
+    assert b_again is not None and b_again.getJMSRedelivered() is True
+    assert b_again.getIntProperty("JMSXDeliveryCount") == 2
+    assert b_again.getJMSMessageID() == b.getJMSMessageID()
+    c = consumer.receive(RECEIVE_MS)
+    assert text_of(c) == "c" and c is not None and not c.getJMSRedelivered()
+    c.acknowledge()
+    session.close()
+    assert drain(connection, unique_name) == []
+
+
+def test_individual_acknowledge(connect: Callable[..., Connection], unique_name: str) -> None:
+    connection = connect()
+    send_texts(connection, unique_name, ["1", "2", "3"])
+    session = connection.createSession(False, Session.INDIVIDUAL_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    received = [consumer.receive(RECEIVE_MS) for _ in range(3)]
+    received[1].acknowledge()  # type: ignore[union-attr]
+    session.close()
+    assert sorted(text_of(m) for m in drain(connect(), unique_name)) == ["1", "3"]
+
+
+def test_dups_ok_consumes(connect: Callable[..., Connection], unique_name: str) -> None:
+    connection = connect()
+    send_texts(connection, unique_name, ["1", "2"])
+    session = connection.createSession(False, Session.DUPS_OK_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    assert [text_of(consumer.receive(RECEIVE_MS)) for _ in range(2)] == ["1", "2"]
+    session.close()
+    assert drain(connect(), unique_name) == []
+
+
+def test_recover_in_transacted_session_is_illegal(connection: Connection) -> None:
+    with pytest.raises(IllegalStateException):
+        connection.createSession(True, Session.SESSION_TRANSACTED).recover()
+
+
+def test_listener_exception_redelivers_in_auto_mode(connection: Connection, unique_name: str) -> None:
+    import threading
+
+    send_texts(connection, unique_name, ["poison-once"])
+    errors: list[Exception] = []
+    connection.setExceptionListener(errors.append)
+    seen: list[tuple[str, bool, int]] = []
+    done = threading.Event()
+
+    def listener(message: Message) -> None:
+        seen.append(
+            (text_of(message), message.getJMSRedelivered(), message.getIntProperty("JMSXDeliveryCount"))
+        )
+        if len(seen) == 1:
+            raise RuntimeError("first attempt fails")
+        done.set()
+
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    session.createConsumer(session.createQueue(unique_name)).setMessageListener(listener)
+    assert done.wait(10)
+    assert seen == [("poison-once", False, 1), ("poison-once", True, 2)]
+    session.close()
+    assert drain(connection, unique_name) == []
+
+
+def test_acknowledge_after_session_close_is_illegal(connection: Connection, unique_name: str) -> None:
+    send_texts(connection, unique_name, ["x"])
+    session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+    message = session.createConsumer(session.createQueue(unique_name)).receive(RECEIVE_MS)
+    assert message is not None
+    session.close()
+    with pytest.raises(IllegalStateException):
+        message.acknowledge()

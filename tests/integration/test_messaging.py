@@ -1,0 +1,385 @@
+"""Sending and receiving through a real broker: message types, headers, properties, selectors."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from jmslike import (
+    BytesMessage,
+    Connection,
+    DeliveryMode,
+    InvalidDestinationException,
+    InvalidSelectorException,
+    MapMessage,
+    MessageFormatException,
+    ObjectMessage,
+    Session,
+    StreamMessage,
+    TextMessage,
+)
+
+RECEIVE_MS = 5000
+
+
+def test_text_round_trip_with_headers(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    reply_to = session.createQueue(unique_name + ".replies")
+    producer = session.createProducer(queue)
+    consumer = session.createConsumer(queue)
+    message = session.createTextMessage("héllo wörld")
+    message.setJMSCorrelationID("corr-1")
+    message.setJMSReplyTo(reply_to)
+    message.setJMSType("greeting")
+    before = int(time.time() * 1000)
+    producer.send(message)
+    assert message.getJMSMessageID() is not None and message.getJMSMessageID().startswith("ID:")
+    assert message.getJMSTimestamp() >= before
+    got = consumer.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage)
+    assert got.getText() == "héllo wörld"
+    assert got.getJMSMessageID() == message.getJMSMessageID()
+    assert got.getJMSCorrelationID() == "corr-1"
+    assert got.getJMSReplyTo() == reply_to
+    assert got.getJMSType() == "greeting"
+    assert got.getJMSDestination() == queue
+    assert got.getJMSTimestamp() == message.getJMSTimestamp()
+    assert got.getJMSDeliveryMode() == DeliveryMode.PERSISTENT
+    assert got.getJMSPriority() == 4
+    assert got.getJMSRedelivered() is False
+    assert got.getIntProperty("JMSXDeliveryCount") == 1
+
+
+def test_every_body_type_round_trips(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    consumer = session.createConsumer(queue)
+
+    data = session.createBytesMessage()
+    data.writeInt(42)
+    data.writeUTF("ünï")
+    data.writeBytes(b"\x00\x01\xff")
+    mapped = session.createMapMessage()
+    mapped.setInt("count", 3)
+    mapped.setString("name", "x")
+    mapped.setBytes("raw", b"\x00\x02")
+    mapped.setDouble("ratio", 0.5)
+    stream = session.createStreamMessage()
+    stream.writeLong(2**40)
+    stream.writeBoolean(True)
+    stream.writeString("s")
+    obj = session.createObjectMessage({"k": [1, 2, "three"]})
+    empty = session.createTextMessage()
+    for message in (data, mapped, stream, obj, empty):
+        producer.send(message)
+
+    got_bytes = consumer.receive(RECEIVE_MS)
+    assert isinstance(got_bytes, BytesMessage)
+    assert got_bytes.readInt() == 42
+    assert got_bytes.readUTF() == "ünï"
+    buffer = bytearray(10)
+    assert got_bytes.readBytes(buffer) == 3
+    assert bytes(buffer[:3]) == b"\x00\x01\xff"
+
+    got_map = consumer.receive(RECEIVE_MS)
+    assert isinstance(got_map, MapMessage)
+    assert got_map.getInt("count") == 3
+    assert got_map.getString("name") == "x"
+    assert got_map.getBytes("raw") == b"\x00\x02"
+    assert got_map.getDouble("ratio") == 0.5
+
+    got_stream = consumer.receive(RECEIVE_MS)
+    assert isinstance(got_stream, StreamMessage)
+    assert got_stream.readLong() == 2**40
+    assert got_stream.readBoolean() is True
+    assert got_stream.readString() == "s"
+
+    got_obj = consumer.receive(RECEIVE_MS)
+    assert isinstance(got_obj, ObjectMessage)
+    assert got_obj.getObject() == {"k": [1, 2, "three"]}
+
+    got_empty = consumer.receive(RECEIVE_MS)
+    assert isinstance(got_empty, TextMessage)
+    assert got_empty.getText() in (None, "")
+
+
+def test_typed_properties_survive_exactly(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    message = session.createTextMessage("p")
+    message.setBooleanProperty("flag", True)
+    message.setByteProperty("b", -5)
+    message.setShortProperty("s", 300)
+    message.setIntProperty("i", -70000)
+    message.setLongProperty("l", 2**50)
+    message.setFloatProperty("f", 1.5)
+    message.setDoubleProperty("d", 2.25)
+    message.setStringProperty("text", "a:b\nc\\d")  # STOMP header escaping
+    message.setStringProperty("priority", "user-property-named-like-a-header")
+    session.createProducer(queue).send(message)
+    got = session.createConsumer(queue).receive(RECEIVE_MS)
+    assert got is not None
+    assert got.getObjectProperty("flag") is True
+    assert got.getByteProperty("b") == -5
+    assert got.getShortProperty("s") == 300
+    assert got.getIntProperty("i") == -70000
+    assert got.getLongProperty("l") == 2**50
+    assert got.getFloatProperty("f") == 1.5
+    assert got.getDoubleProperty("d") == 2.25
+    assert got.getStringProperty("text") == "a:b\nc\\d"
+    assert got.getStringProperty("priority") == "user-property-named-like-a-header"
+    assert got.getJMSPriority() == 4
+    assert set(got.getPropertyNames()) >= {"flag", "b", "s", "i", "l", "f", "d", "text", "priority"}
+    with pytest.raises(MessageFormatException):
+        got.getIntProperty("flag")
+
+
+def test_message_delivery_mode_set_before_send_has_no_effect(
+    connection: Connection, unique_name: str
+) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+    message = session.createTextMessage("x")
+    message.setJMSDeliveryMode(DeliveryMode.PERSISTENT)
+    message.setJMSPriority(9)
+    producer.send(message)
+    assert message.getJMSDeliveryMode() == DeliveryMode.NON_PERSISTENT
+    assert message.getJMSPriority() == 4
+    got = session.createConsumer(queue).receive(RECEIVE_MS)
+    assert got is not None
+    assert got.getJMSDeliveryMode() == DeliveryMode.NON_PERSISTENT
+    assert got.getJMSPriority() == 4
+
+
+def test_per_send_mode_priority_ttl(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(None)
+    before = int(time.time() * 1000)
+    producer.send(queue, session.createTextMessage("x"), DeliveryMode.NON_PERSISTENT, 7, 60_000)
+    got = session.createConsumer(queue).receive(RECEIVE_MS)
+    assert got is not None
+    assert got.getJMSDeliveryMode() == DeliveryMode.NON_PERSISTENT
+    assert got.getJMSPriority() == 7
+    assert before + 60_000 <= got.getJMSExpiration() <= int(time.time() * 1000) + 60_000
+
+
+def test_expired_messages_are_not_delivered(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    producer.setTimeToLive(20)
+    short_lived = session.createTextMessage("short-lived")
+    producer.send(short_lived)
+    producer.setTimeToLive(0)
+    # The condition itself is "the wall clock passed the message's expiration": poll exactly that.
+    deadline = time.monotonic() + 5
+    while int(time.time() * 1000) <= short_lived.getJMSExpiration() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    producer.send(session.createTextMessage("kept"))
+    consumer = session.createConsumer(queue)
+    got = consumer.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == "kept"
+    assert consumer.receiveNoWait() is None
+
+
+def test_priority_overtakes_in_backlog(connect: Callable[..., Connection], unique_name: str) -> None:
+    connection = connect()
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    for priority in (1, 1, 9, 1, 9):
+        producer.send(session.createTextMessage(str(priority)), DeliveryMode.PERSISTENT, priority, 0)
+    consumer = session.createConsumer(queue)
+    got = [consumer.receive(RECEIVE_MS) for _ in range(5)]
+    texts = [m.getText() for m in got if isinstance(m, TextMessage)]
+    assert texts == ["9", "9", "1", "1", "1"]
+
+
+def test_order_within_a_session(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    modes = {}
+    for i in range(200):
+        modes[i] = DeliveryMode.PERSISTENT if i % 3 else DeliveryMode.NON_PERSISTENT
+        producer.send(session.createTextMessage(str(i)), modes[i], 4, 0)
+    consumer = session.createConsumer(queue)
+    by_mode: dict[int, list[int]] = {DeliveryMode.PERSISTENT: [], DeliveryMode.NON_PERSISTENT: []}
+    for _ in range(200):
+        got = consumer.receive(RECEIVE_MS)
+        assert isinstance(got, TextMessage)
+        by_mode[got.getJMSDeliveryMode()].append(int(got.getText() or -1))
+    # JMS 1.1 §4.4.10: order holds within a delivery mode (brokers may interleave the modes).
+    for mode, received in by_mode.items():
+        assert received == [i for i in range(200) if modes[i] == mode]
+
+
+def test_broker_side_selector(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    for color, weight in (("red", 1), ("blue", 5), ("red", 10)):
+        message = session.createTextMessage(f"{color}-{weight}")
+        message.setStringProperty("color", color)
+        message.setIntProperty("weight", weight)
+        producer.send(message)
+    consumer = session.createConsumer(queue, "color = 'red' AND weight > 2")
+    assert consumer.getMessageSelector() == "color = 'red' AND weight > 2"
+    got = consumer.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == "red-10"
+    assert consumer.receive(300) is None
+    by_mode = session.createConsumer(queue, "JMSDeliveryMode = 'PERSISTENT' AND JMSPriority = 4")
+    assert by_mode.receive(RECEIVE_MS) is not None
+
+
+@pytest.mark.parametrize("selector", ["color = ", "a = 'x", "AND b", "x IN ()", "NOT", "a LIKE 5"])
+def test_invalid_selector_refused_at_create(connection: Connection, unique_name: str, selector: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    with pytest.raises(InvalidSelectorException):
+        session.createConsumer(session.createQueue(unique_name), selector)
+
+
+def test_no_local_topic_subscriber(connect: Callable[..., Connection], unique_name: str) -> None:
+    mine = connect()
+    other = connect()
+    session = mine.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    topic = session.createTopic(unique_name)
+    local_only = session.createConsumer(topic, None, True)
+    everything = session.createConsumer(topic)
+    session.createProducer(topic).send(session.createTextMessage("from-me"))
+    other_session = other.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    other_session.createProducer(topic).send(other_session.createTextMessage("from-other"))
+    got = local_only.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == "from-other"
+    assert local_only.receive(300) is None
+    texts = {
+        m.getText()
+        for m in (everything.receive(RECEIVE_MS), everything.receive(RECEIVE_MS))
+        if isinstance(m, TextMessage)
+    }
+    assert texts == {"from-me", "from-other"}
+
+
+def test_temporary_queue_request_reply(connect: Callable[..., Connection], unique_name: str) -> None:
+    requester = connect()
+    responder = connect()
+    session = requester.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    replies = session.createTemporaryQueue()
+    reply_consumer = session.createConsumer(replies)
+    service_queue = session.createQueue(unique_name)
+    request = session.createTextMessage("ping")
+    request.setJMSReplyTo(replies)
+    session.createProducer(service_queue).send(request)
+
+    service = responder.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    received = service.createConsumer(service_queue).receive(RECEIVE_MS)
+    assert received is not None and received.getJMSReplyTo() is not None
+    reply = service.createTextMessage("pong")
+    reply.setJMSCorrelationID(received.getJMSMessageID())
+    service.createProducer(None).send(received.getJMSReplyTo(), reply)
+
+    got = reply_consumer.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == "pong"
+    assert got.getJMSCorrelationID() == request.getJMSMessageID()
+    with pytest.raises(InvalidDestinationException):
+        service.createConsumer(received.getJMSReplyTo())
+
+
+def test_temporary_queue_dies_with_its_connection(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    owner = connect()
+    other = connect()
+    owner_session = owner.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    temp = owner_session.createTemporaryQueue()
+    other_session = other.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    with pytest.raises(InvalidDestinationException, match="JMSReplyTo"):
+        other_session.createProducer(temp)  # our own name for it would silently be another queue
+    carrier = owner_session.createTextMessage("reply here")
+    carrier.setJMSReplyTo(temp)
+    owner_session.createProducer(owner_session.createQueue(unique_name)).send(carrier)
+    received = other_session.createConsumer(other_session.createQueue(unique_name)).receive(RECEIVE_MS)
+    assert received is not None
+    remote = received.getJMSReplyTo()
+    assert remote is not None
+    other_session.createProducer(remote).send(other_session.createTextMessage("alive"))
+    owner.close()
+    with pytest.raises(InvalidDestinationException):
+        other_session.createProducer(remote).send(other_session.createTextMessage("after close"))
+
+
+def test_queue_browser_sees_without_consuming(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    for i in range(5):
+        message = session.createTextMessage(str(i))
+        message.setIntProperty("n", i)
+        producer.send(message)
+    browsed = [
+        m.getText() for m in session.createBrowser(queue).getEnumeration() if isinstance(m, TextMessage)
+    ]
+    assert browsed == ["0", "1", "2", "3", "4"]
+    selected = [m.getText() for m in session.createBrowser(queue, "n >= 3") if isinstance(m, TextMessage)]
+    assert selected == ["3", "4"]
+    consumer = session.createConsumer(queue)
+    assert [consumer.receive(RECEIVE_MS).getText() for _ in range(5)] == ["0", "1", "2", "3", "4"]  # type: ignore[union-attr]
+
+
+def test_listener_receives_in_order_on_dispatch_thread(connection: Connection, unique_name: str) -> None:
+    import threading
+
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    seen: list[str] = []
+    threads: set[str] = set()
+    done = threading.Event()
+
+    def on_message(message: object) -> None:
+        assert isinstance(message, TextMessage)
+        seen.append(message.getText() or "")
+        threads.add(threading.current_thread().name)
+        if len(seen) == 50:
+            done.set()
+
+    session.createConsumer(queue).setMessageListener(on_message)
+    producer = session.createProducer(queue)
+    for i in range(50):
+        producer.send(session.createTextMessage(str(i)))
+    assert done.wait(10)
+    assert seen == [str(i) for i in range(50)]
+    assert len(threads) == 1 and threading.current_thread().name not in threads
+
+
+def test_async_send_completion_listener(connection: Connection, unique_name: str) -> None:
+    import threading
+
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    completed: list[str] = []
+    all_done = threading.Event()
+
+    class Listener:
+        def onCompletion(self, message: object) -> None:
+            completed.append(threading.current_thread().name)
+            if len(completed) == 300:
+                all_done.set()
+
+        def onException(self, message: object, exception: Exception) -> None:
+            raise AssertionError(f"send failed: {exception}")
+
+    for i in range(300):
+        producer.send(session.createTextMessage(str(i)), completionListener=Listener())
+    assert all_done.wait(20)
+    assert all(name.startswith("jmslike-session") for name in completed)
+    consumer = session.createConsumer(queue)
+    texts = [consumer.receive(RECEIVE_MS).getText() for _ in range(300)]  # type: ignore[union-attr]
+    assert texts == [str(i) for i in range(300)]
