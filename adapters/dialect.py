@@ -8,6 +8,8 @@ read next to its broker's STOMP documentation.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import re
 from collections.abc import Mapping
 
@@ -38,6 +40,10 @@ from jmslike.exceptions import (
 ID_HEADER = "jmslike-id"
 TYPE_HEADER = "jmslike-type"
 PTYPES_HEADER = "jmslike-ptypes"
+# Names of headers whose values were base64-encoded because STOMP cannot carry them: a NUL ends the frame
+# (the broker reads garbage and the connection dies) and STOMP 1.1 has no escape for a carriage return.
+ENCODED_HEADER = "jmslike-encoded"
+_UNCARRIABLE = re.compile("[\x00\r]")
 
 # Headers that carry STOMP protocol or JMS header fields: never user properties.
 STANDARD_HEADERS = frozenset(
@@ -63,6 +69,7 @@ STANDARD_HEADERS = frozenset(
         "id",
         "browser",
         ID_HEADER,
+        ENCODED_HEADER,
         TYPE_HEADER,
     }
 )
@@ -170,6 +177,7 @@ class StompDialect:
         headers = self.send_headers(message)
         if transaction is not None:
             headers["transaction"] = transaction
+        encode_uncarriable(headers)
         self.check_limits(headers, message.body)
         return Frame("SEND", headers, message.body)
 
@@ -194,7 +202,7 @@ class StompDialect:
             )
 
     def decode_message(self, frame: Frame) -> IncomingMessage:
-        headers = frame.headers
+        headers = decode_uncarriable(frame.headers)
         reply_to = headers.get("reply-to")
         destination = headers.get("destination")
         property_headers = {k: v for k, v in headers.items() if k not in self.reserved_headers}
@@ -251,6 +259,28 @@ class StompDialect:
         ):
             return IllegalStateException
         return JMSException
+
+
+def encode_uncarriable(headers: dict[str, str]) -> None:
+    """Base64 the values STOMP cannot carry, in place, and list them in ENCODED_HEADER."""
+    names = [name for name, value in headers.items() if _UNCARRIABLE.search(value)]
+    for name in names:
+        headers[name] = base64.b64encode(headers[name].encode("utf-8", "surrogatepass")).decode("ascii")
+    if names:
+        headers[ENCODED_HEADER] = ",".join(names)
+
+
+def decode_uncarriable(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """Undo :func:`encode_uncarriable`; a malformed entry from the network is left as it came."""
+    listed = headers.get(ENCODED_HEADER)
+    if not listed:
+        return headers
+    decoded = dict(headers)
+    for name in listed.split(","):
+        if name in decoded:
+            with contextlib.suppress(ValueError):  # UnicodeDecodeError is a ValueError
+                decoded[name] = base64.b64decode(decoded[name], validate=True).decode("utf-8")
+    return decoded
 
 
 def _escape(value: str) -> str:

@@ -398,6 +398,8 @@ class Connection:
         if self._closed:
             return
         self._ready.clear()
+        if not self._config.reconnect:
+            self._failed = error  # before waking receivers, so they raise instead of waiting on
         for session in list(self._sessions):
             session._on_connection_lost()
         if self._config.reconnect:
@@ -405,7 +407,6 @@ class Connection:
                 target=self._supervise, args=(error,), name="jmslike-reconnect", daemon=True
             ).start()
         else:
-            self._failed = error
             self.report(error)
 
     def _supervise(self, error: ConnectionLostException) -> None:
