@@ -1,0 +1,95 @@
+"""Command line for the broker launchers: ``python -m jmslike.conformance.brokers``.
+
+Owns two commands, for people setting up a machine or poking at a broker by hand:
+
+* ``ensure KIND...`` -- install missing brokers (apt-get as root on Debian/Ubuntu) or say exactly what
+  to install / which launcher to use.
+* ``run KIND`` -- start one broker in the foreground, print its URL and account, stop it on Ctrl-C or
+  SIGTERM (nothing is left running).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+from jmslike.conformance.brokers import KINDS, LAUNCHERS, BrokerError, check_kind, launch
+from jmslike.conformance.brokers.install import ensure
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m jmslike.conformance.brokers", description="Install and run test brokers."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_ensure = sub.add_parser("ensure", help="install missing brokers (apt-get, as root)")
+    p_ensure.add_argument("kinds", nargs="+", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
+
+    p_run = sub.add_parser("run", help="run one broker in the foreground until Ctrl-C")
+    p_run.add_argument("kind", choices=KINDS, metavar="KIND", help=", ".join(KINDS))
+    p_run.add_argument("--launcher", choices=LAUNCHERS, default="process")
+    p_run.add_argument("--port", type=int, help="STOMP port (default: a free one)")
+    p_run.add_argument("--data-dir", help="keep data here (default: a temp dir removed at exit)")
+    p_run.add_argument("--url", help="broker URL (external launcher)")
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    options: dict[str, object] = {}
+    if args.port is not None:
+        options["port"] = args.port
+    if args.data_dir is not None and args.launcher == "process":
+        options["data_dir"] = args.data_dir
+    if args.url is not None:
+        options["url"] = args.url
+    try:
+        broker = launch(check_kind(args.kind), args.launcher, **options)
+    except BrokerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    with broker:
+        print(f"{broker.kind} ready: {broker.url}")
+        print(f"  user: {broker.user}  password: {broker.password}")
+        if broker.management_url:
+            print(f"  management: {broker.management_url}")
+        if broker.pid is not None:
+            print(f"  pid: {broker.pid}")
+        print("Ctrl-C to stop.", flush=True)
+        while not stop.wait(1.0):
+            if not broker.is_running():
+                print(f"error: the broker stopped on its own\n{broker.log_tail()}", file=sys.stderr)
+                return 1
+        print("stopping ...", flush=True)
+    print("stopped.")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
+    if args.command == "ensure":
+        ok, messages = ensure([check_kind(k) for k in args.kinds])
+        for message in messages:
+            print(message)
+        return 0 if ok else 1
+    return _run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
