@@ -43,6 +43,8 @@ PTYPES_HEADER = "jmslike-ptypes"
 # Names of headers whose values were base64-encoded because STOMP cannot carry them: a NUL ends the frame
 # (the broker reads garbage and the connection dies) and STOMP 1.1 has no escape for a carriage return.
 ENCODED_HEADER = "jmslike-encoded"
+# The sending connection, on brokers without noLocal: jmslike filters a noLocal subscriber's own messages.
+ORIGIN_HEADER = "jmslike-origin"
 _UNCARRIABLE = re.compile("[\x00\r]")
 
 # Headers that carry STOMP protocol or JMS header fields: never user properties.
@@ -70,6 +72,7 @@ STANDARD_HEADERS = frozenset(
         "browser",
         ID_HEADER,
         ENCODED_HEADER,
+        ORIGIN_HEADER,
         TYPE_HEADER,
     }
 )
@@ -95,6 +98,9 @@ class StompDialect:
     capabilities = Capabilities()
     stomp_version = "1.2"
     reserved_headers: frozenset[str] = STANDARD_HEADERS
+    default_vhost: str | None = None
+    transactional_send_receipts = True
+    temporary_names_are_local = True
     # The broker's frame limits; exceeding one makes brokers drop the whole connection, so jmslike
     # refuses such a message before sending it. None = no known limit.
     max_header_line_bytes: int | None = None
@@ -146,11 +152,18 @@ class StompDialect:
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
         wire.request(Frame("SUBSCRIBE", self.subscribe_headers(spec)))
 
-    def detach(self, wire: Wire, spec: SubscriptionSpec) -> None:
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
+        """Default: UNSUBSCRIBE, and the broker takes back what the subscription held unacknowledged."""
         wire.request(Frame("UNSUBSCRIBE", {"id": spec.sub_id}))
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
         raise NotImplementedError
+
+    def create_temporary(self, wire: Wire, destination: Destination) -> None:
+        """Default: the broker creates temporary destinations on first use."""
+
+    def origin_of(self, incoming: IncomingMessage) -> str | None:
+        return incoming.headers.get(ORIGIN_HEADER)
 
     # -- messages -------------------------------------------------------------------------------------
 

@@ -77,6 +77,7 @@ class StompWire:
         stomp_version: str,
         events: WireEvents,
         error_for: ErrorMapper,
+        default_vhost: str | None = None,
     ) -> None:
         self._config = config
         self._host = host
@@ -99,7 +100,7 @@ class StompWire:
             auto_content_length=False,
             reconnect_attempts_max=1,
             timeout=config.connect_timeout_ms / 1000,
-            vhost=config.vhost or host[0],
+            vhost=config.vhost or default_vhost or host[0],
         )
         conn_class = {"1.1": stomp.Connection11, "1.2": stomp.Connection12}[stomp_version]
         self._conn = conn_class(**kwargs)
@@ -180,6 +181,11 @@ class StompWire:
         self._conn.transport.disconnect_socket()
 
     @property
+    def host(self) -> tuple[str, int]:
+        """The broker host and port this wire is connected to."""
+        return self._host
+
+    @property
     def is_open(self) -> bool:
         return self._connected.is_set() and not self._lost and not self._closing
 
@@ -192,7 +198,7 @@ class StompWire:
         headers = dict(frame.headers)
         if receipt is not None:
             headers["receipt"] = receipt
-        if frame.command == "SEND":
+        if frame.command == "SEND" and (frame.content_length or b"\x00" in frame.body):
             headers["content-length"] = str(len(frame.body))
         try:
             self._conn.send_frame(frame.command, headers, frame.body)

@@ -60,6 +60,7 @@ class ConnectionConfig:
     reconnect_delay_ms: int = 200
     reconnect_max_delay_ms: int = 5_000
     max_frame_bytes: int = 64 * 1024 * 1024
+    management_url: str | None = None
 
     @property
     def adapter_name(self) -> str:
@@ -106,6 +107,7 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "reconnect_max_delay_ms": ("reconnect_max_delay_ms", _positive_int, "back-off ceiling"),
     "max_frame_bytes": ("max_frame_bytes", _positive_int, "largest frame accepted from the broker"),
     "vhost": ("vhost", str, "STOMP host header (RabbitMQ virtual host)"),
+    "management_url": ("management_url", str, "RabbitMQ management API (default http://HOST:15672)"),
     "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
     "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),
     "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),

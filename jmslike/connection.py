@@ -162,9 +162,16 @@ class Connection:
 
         errors: list[JMSException] = []
         for host in self._config.hosts:
+            events = _Events(self)
             wire = StompWire(
-                self._config, host, self.adapter.stomp_version, _Events(self), self.adapter.error_for
+                self._config,
+                host,
+                self.adapter.stomp_version,
+                events,
+                self.adapter.error_for,
+                self.adapter.default_vhost,
             )
+            events.wire = wire
             try:
                 connected = wire.open(self.adapter.connect_headers(self._config, client_id))
                 self.adapter.on_connected(wire, connected, client_id)
@@ -333,7 +340,11 @@ class Connection:
         self._consumers.pop(consumer.spec.sub_id, None)
 
     def active_durable_names(self) -> set[str]:
-        return {c.spec.durable_name for c in self._consumers.values() if c.spec.durable_name is not None}
+        return {
+            c.spec.durable_name
+            for c in self._consumers.values()
+            if c.spec.durable_name is not None and not c._closed
+        }
 
     def remove_session(self, session: Session) -> None:
         with self._lock:
@@ -355,7 +366,8 @@ class Connection:
         """A temporary destination made by another connection reaches us through JMSReplyTo, in the broker's
         own form; our local name for it would, on ActiveMQ, silently create a new one of ours instead."""
         if (
-            isinstance(destination, TemporaryQueue | TemporaryTopic)
+            self.adapter.temporary_names_are_local
+            and isinstance(destination, TemporaryQueue | TemporaryTopic)
             and destination.name.startswith(TEMPORARY_PREFIX)
             and not self.owns_temporary(destination)
         ):
@@ -443,25 +455,35 @@ class Connection:
 
 
 class _Events:
-    """Receiver-thread callbacks of one wire; only routes and enqueues."""
+    """Receiver-thread callbacks of one wire; only routes and enqueues. Errors and loss of a wire that is
+    not (or no longer) the connection's own, such as a refused client-ID claim, are that wire's business:
+    its opener sees them as exceptions."""
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
+        self.wire: StompWire | None = None
+
+    def _current(self) -> bool:
+        return self.wire is not None and getattr(self._connection, "wire", None) is self.wire
 
     def on_message(self, frame: Frame) -> None:
         connection = self._connection
         incoming = connection.adapter.decode_message(frame)
         consumer = connection._consumers.get(incoming.sub_id)
         if consumer is None:
-            log.debug("message for unknown subscription %r dropped (broker will redeliver)", incoming.sub_id)
+            # Arrived after its consumer detached: ActiveMQ takes it back on its own; RabbitMQ keeps it with
+            # this connection until it closes (its STOMP refuses ACK/NACK after UNSUBSCRIBE).
+            log.debug("message for detached subscription %r not delivered", incoming.sub_id)
             return
         consumer.enqueue(incoming)
 
     def on_error(self, error: JMSException) -> None:
-        self._connection.report(error)
+        if self._current():
+            self._connection.report(error)
 
     def on_lost(self, error: ConnectionLostException) -> None:
-        self._connection._on_lost(error)
+        if self._current():
+            self._connection._on_lost(error)
 
 
 def _check_client_id(client_id: Any) -> None:

@@ -41,6 +41,8 @@ class MessageConsumer:
         self._client_filter = (
             selector is not None and session.connection.adapter.capabilities.selectors == "client"
         )
+        capabilities = session.connection.adapter.capabilities
+        self._client_no_local = spec.no_local and not capabilities.no_local
         self._inbox: deque[Pending] = deque()
         self._listener: MessageListener | None = None
         self._closed = False
@@ -93,18 +95,16 @@ class MessageConsumer:
         session acknowledge them after the consumer is closed, which needs the subscription."""
         if self._closed:
             return
-        self._closed = True
-        self._session._wake()
-        self._session.connection.unregister_consumer(self)
-        self._inbox.clear()
+        # Stays routable until detached: what still arrives is handed back to the broker at detach.
         self._session._consumer_closed(self)
 
-    def detach(self) -> None:
-        """Release the broker subscription: prefetched and unacknowledged messages go back to the broker."""
+    def detach(self, held: list[IncomingMessage]) -> None:
+        """Release the broker subscription; ``held`` (prefetched, unacknowledged) go back to the broker."""
         connection = self._session.connection
         if connection.wire.is_open:
             with contextlib.suppress(JMSException):  # a lost connection detaches everything anyway
-                connection.adapter.detach(connection.wire, self.spec)
+                connection.adapter.detach(connection.wire, self.spec, held)
+        connection.unregister_consumer(self)
 
     def __iter__(self) -> Iterator[Message]:
         """Pythonic extra: iterate until the consumer is closed."""
@@ -136,7 +136,10 @@ class MessageConsumer:
         self._session._enqueue(self, Pending(incoming))
 
     def accepts(self, incoming: IncomingMessage) -> bool:
-        """Client-side selector, for brokers that cannot filter (topics only; see Session)."""
+        """Client-side selector and noLocal, for brokers that cannot filter (topics only; see Session)."""
+        connection = self._session.connection
+        if self._client_no_local and connection.adapter.origin_of(incoming) == connection.connection_id:
+            return False
         if not self._client_filter or self._selector is None:
             return True
         return self._selector.matches(lambda name: selector_value(incoming, name))
@@ -212,7 +215,7 @@ class QueueBrowser:
         finally:
             connection._consumers.pop(spec.sub_id, None)
             with contextlib.suppress(JMSException):  # a lost connection ends the browse anyway
-                connection.adapter.detach(connection.wire_for_use(), spec)
+                connection.adapter.detach(connection.wire_for_use(), spec, [])
         now = int(time.time() * 1000)
         return [
             build_message(

@@ -37,6 +37,9 @@ class Capabilities:
     client_id_enforced: bool = True
     single_durable_consumer: bool = True
     broker_redelivery_flag: bool = True
+    # False where the broker applies an ACK at once even inside a transaction (Artemis): jmslike then
+    # sends a transaction's ACKs only after its COMMIT succeeded.
+    transactional_acks: bool = True
     admin: bool = False
 
     @classmethod
@@ -44,17 +47,18 @@ class Capabilities:
         """Human names for the matrix rows, in declaration order."""
         names = {
             "durable_subscriptions": "Durable subscriptions",
-            "selectors": "Message selectors (broker / client-side / none)",
-            "no_local": "noLocal",
+            "selectors": "Message selectors evaluated by (broker / client = jmslike, topics only)",
+            "no_local": "noLocal filtered by the broker (no = by jmslike)",
             "browsing": "Queue browsing",
             "transactions": "Transacted sessions",
             "temporary_destinations": "Temporary queues and topics",
             "priorities": "Priorities",
             "expiry": "Time to live / expiry",
             "map_messages": "MapMessage interop with Java peers",
-            "client_id_enforced": "Unique client ID enforced by the broker",
+            "client_id_enforced": "Unique client ID enforced across processes",
             "single_durable_consumer": "One consumer per durable subscription, enforced",
             "broker_redelivery_flag": "Broker sets redelivered on redelivery",
+            "transactional_acks": "Acknowledgements inside broker transactions",
             "admin": "Subscription administration",
         }
         return {f.name: names.get(f.name, f.name) for f in fields(cls)}
@@ -67,6 +71,9 @@ class Frame:
     command: str
     headers: Mapping[str, str] = field(default_factory=dict)
     body: bytes = b""
+    # SEND frames carry content-length unless the adapter says otherwise (Artemis reads a frame without
+    # it as text for Java peers; a body with a NUL always needs it).
+    content_length: bool = True
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ class OutgoingMessage:
     type_tag: str
     body: bytes
     property_headers: Mapping[str, str]
+    origin: str = ""  # the sending connection, for client-side noLocal
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,10 @@ class IncomingMessage:
 class Wire(Protocol):
     """The transport as adapters see it: frames out, receipts awaited."""
 
+    @property
+    def host(self) -> tuple[str, int]:
+        """The broker host and port this wire is connected to."""
+
     def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send with a receipt and wait for it; an ERROR answering it raises the mapped exception."""
 
@@ -145,6 +157,12 @@ class Adapter(Protocol):
     capabilities: Capabilities
     stomp_version: str
     reserved_headers: frozenset[str]
+    default_vhost: str | None
+    # False where the broker holds SEND receipts inside a transaction until COMMIT (RabbitMQ).
+    transactional_send_receipts: bool
+    # True where a temporary destination's jmslike name means "ours" to the broker (ActiveMQ), so another
+    # connection must not use that name; False where the name is global (RabbitMQ).
+    temporary_names_are_local: bool
 
     def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]: ...
 
@@ -156,7 +174,14 @@ class Adapter(Protocol):
 
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None: ...
 
-    def detach(self, wire: Wire, spec: SubscriptionSpec) -> None: ...
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
+        """End the subscription; ``held`` are its delivered, unacknowledged messages, which must go back
+        to the broker (some brokers do that on their own, others must be told)."""
+
+    def create_temporary(self, wire: Wire, destination: Destination) -> None: ...
+
+    def origin_of(self, incoming: IncomingMessage) -> str | None:
+        """The sending connection's id, where the adapter carries it (client-side noLocal)."""
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None: ...
 

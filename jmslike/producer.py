@@ -188,9 +188,17 @@ class MessageProducer:
             type_tag=type_tag,
             body=body,
             property_headers=headers,
+            origin=connection.connection_id,
         )
-        frame = connection.adapter.send_frame(outgoing, session.transaction_for_send())
+        transaction = session.transaction_for_send()
+        frame = connection.adapter.send_frame(outgoing, transaction)
         wire = connection.wire_for_use()
+        if transaction is not None and not connection.adapter.transactional_send_receipts:
+            # This broker answers a transactional SEND only at COMMIT; errors surface there.
+            wire.post(frame)
+            if listener is not None:
+                session.run_task(lambda: listener.onCompletion(message))
+            return
         if listener is None:
             wire.request(frame)
             return

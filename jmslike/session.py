@@ -96,6 +96,8 @@ class Session:
         self._cond = threading.Condition(threading.RLock())
         self._consumers: list[MessageConsumer] = []
         self._closing: list[MessageConsumer] = []  # closed, detach deferred until their messages settle
+        # Delivered messages of closed consumers that go back to the broker when the consumer detaches.
+        self._orphans: dict[MessageConsumer, list[IncomingMessage]] = {}
         self._producers: list[MessageProducer] = []
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
@@ -146,12 +148,17 @@ class Session:
     def createTemporaryQueue(self) -> TemporaryQueue:
         self._check_open()
         self._require("temporary_destinations", "temporary queues")
-        return self._connection.new_temporary(TemporaryQueue)  # type: ignore[return-value]
+        return self._new_temporary(TemporaryQueue)  # type: ignore[return-value]
 
     def createTemporaryTopic(self) -> TemporaryTopic:
         self._check_open()
         self._require("temporary_destinations", "temporary topics")
-        return self._connection.new_temporary(TemporaryTopic)  # type: ignore[return-value]
+        return self._new_temporary(TemporaryTopic)  # type: ignore[return-value]
+
+    def _new_temporary(self, kind: type[TemporaryQueue] | type[TemporaryTopic]) -> Destination:
+        destination = self._connection.new_temporary(kind)
+        self._connection.adapter.create_temporary(self._connection.wire_for_use(), destination)
+        return destination
 
     def createMessage(self) -> Message:
         self._check_open()
@@ -332,10 +339,14 @@ class Session:
     # -- delivery -------------------------------------------------------------------------------------
 
     def _enqueue(self, consumer: MessageConsumer, pending: Pending) -> None:
-        """Receiver thread: append and wake whoever waits. Nothing else."""
+        """Receiver thread: append and wake whoever waits; a closed consumer's message is kept to be
+        handed back to the broker when it detaches. Nothing else."""
         with self._cond:
-            consumer._inbox.append(pending)
-            self._cond.notify_all()
+            if consumer._closed:
+                self._orphans.setdefault(consumer, []).append(pending.incoming)
+            else:
+                consumer._inbox.append(pending)
+                self._cond.notify_all()
 
     def _wake(self) -> None:
         with self._cond:
@@ -433,7 +444,9 @@ class Session:
         """Put delivered messages back at the front of their inboxes, in their original order."""
         with self._cond:
             for consumer, pending in reversed(entries):
-                if not consumer._closed:
+                if consumer._closed:
+                    self._orphans.setdefault(consumer, []).insert(0, pending.incoming)
+                else:
                     consumer._inbox.appendleft(pending.again())
             self._cond.notify_all()
 
@@ -477,12 +490,14 @@ class Session:
             consumed = list(self._unacked)
         if not consumed and self._tx is None:
             return
+        acks_in_transaction = self._connection.adapter.capabilities.transactional_acks
         try:
             tx = self.transaction_for_send()
             assert tx is not None
             wire = self._connection.wire_for_use()
-            for _, pending in consumed:
-                wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
+            if acks_in_transaction:
+                for _, pending in consumed:
+                    wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
         except JMSException as exc:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
@@ -499,6 +514,13 @@ class Session:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
+        if not acks_in_transaction:
+            # The sends are committed; now the consumed messages. A failure here loses nothing: they come
+            # back flagged redelivered (at-least-once for consumption on such brokers).
+            try:
+                self._send_acks([p for _, p in consumed], None)
+            except JMSException as exc:
+                self._connection.report(exc)
 
     def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
         with self._cond:
@@ -524,6 +546,9 @@ class Session:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
         with self._cond:
             batch, self._unacked = self._unacked, []
+            if not redeliver:  # closing: they go back to the broker when their consumers detach
+                for consumer, pending in batch:
+                    self._orphans.setdefault(consumer, []).append(pending.incoming)
         if redeliver:
             self._redeliver_locally(batch)
         self._release_closed()
@@ -654,6 +679,7 @@ class Session:
                 self._rollback_only = "the connection to the broker was lost during the transaction"
             self._unacked = []
             self._closing = []  # their subscriptions died with the connection
+            self._orphans = {}
             self._tx = None
             self._cond.notify_all()
 
@@ -673,7 +699,10 @@ class Session:
         for consumer in list(self._consumers):
             consumer.close()
         with self._cond:
-            self._unacked = []  # closing a session does not acknowledge: the broker gets them back
+            # Closing a session does not acknowledge: the broker gets these back.
+            for consumer, pending in self._unacked:
+                self._orphans.setdefault(consumer, []).append(pending.incoming)
+            self._unacked = []
         self._release_closed()
         for producer in list(self._producers):
             producer.close()
@@ -683,24 +712,32 @@ class Session:
         self._connection.remove_session(self)
 
     def _consumer_closed(self, consumer: MessageConsumer) -> None:
-        """Detach at once, or defer while the session still owes the broker an ack for its messages."""
+        """Stop delivery, then detach at once, or defer while the session still owes the broker an ack
+        for messages the consumer delivered."""
         with self._cond:
+            consumer._closed = True
             if consumer in self._consumers:
                 self._consumers.remove(consumer)
+            self._orphans.setdefault(consumer, []).extend(p.incoming for p in consumer._inbox)
+            consumer._inbox.clear()
             owed = any(c is consumer for c, _ in self._unacked)
             if owed:
                 self._closing.append(consumer)
+                held: list[IncomingMessage] = []
+            else:
+                held = self._orphans.pop(consumer, [])
             self._cond.notify_all()
         if not owed:
-            consumer.detach()
+            consumer.detach(held)
 
     def _release_closed(self) -> None:
         """Detach closed consumers whose delivered messages are now settled (acked, recovered, rolled back)."""
         with self._cond:
             settled = [c for c in self._closing if not any(u is c for u, _ in self._unacked)]
             self._closing = [c for c in self._closing if c not in settled]
-        for consumer in settled:
-            consumer.detach()
+            handed_back = [self._orphans.pop(c, []) for c in settled]
+        for consumer, orphans in zip(settled, handed_back, strict=True):
+            consumer.detach(orphans)
 
     def _remove_producer(self, producer: MessageProducer) -> None:
         if producer in self._producers:

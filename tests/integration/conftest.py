@@ -20,7 +20,8 @@ def _skip_without_adapter(kind: str) -> None:
 def url(broker: Any) -> str:
     """The broker's jmslike URL (skips, saying why, when no adapter for that broker exists)."""
     _skip_without_adapter(broker.kind)
-    return str(broker.url)
+    management = getattr(broker, "management_url", None)
+    return str(broker.url) + (f"?management_url={management}" if management else "")
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def connect(broker: Any, url: str) -> Iterator[Callable[..., Connection]]:
     opened: list[Connection] = []
 
     def make(client_id: str | None = None, url_options: str = "", start: bool = True) -> Connection:
-        target = url + (("?" + url_options) if url_options else "")
+        target = url + (("&" if "?" in url else "?") + url_options if url_options else "")
         connection = ConnectionFactory(target).createConnection(broker.user, broker.password)
         opened.append(connection)
         if client_id is not None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from expectations import expected
 
 from jmslike import (
     BytesMessage,
@@ -201,13 +202,11 @@ PRIORITY_BROKER_OPTIONS: dict[str, dict[str, object]] = {
 def test_priority_overtakes_in_backlog(broker: Any, unique_name: str) -> None:
     from jmslike.conformance.brokers import launch
 
-    options = PRIORITY_BROKER_OPTIONS.get(broker.kind)
-    if options is None:
-        pytest.skip(f"no priority configuration known for {broker.kind}")
-    with launch(broker.kind, **options) as prioritized:
-        connection = ConnectionFactory(prioritized.url).createConnection(
-            prioritized.user, prioritized.password
-        )
+    options = PRIORITY_BROKER_OPTIONS.get(broker.kind, {})
+    with launch(broker.kind, **options) as prioritized, expected("priority", broker.kind):
+        management = getattr(prioritized, "management_url", None)
+        url = prioritized.url + (f"?management_url={management}" if management else "")
+        connection = ConnectionFactory(url).createConnection(prioritized.user, prioritized.password)
         with connection:
             connection.start()
             session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
@@ -239,7 +238,7 @@ def test_order_within_a_session(connection: Connection, unique_name: str) -> Non
         assert received == [i for i in range(200) if modes[i] == mode]
 
 
-def test_broker_side_selector(connection: Connection, unique_name: str) -> None:
+def test_broker_side_selector(connection: Connection, unique_name: str, broker_kind: str) -> None:
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     queue = session.createQueue(unique_name)
     producer = session.createProducer(queue)
@@ -248,13 +247,14 @@ def test_broker_side_selector(connection: Connection, unique_name: str) -> None:
         message.setStringProperty("color", color)
         message.setIntProperty("weight", weight)
         producer.send(message)
-    consumer = session.createConsumer(queue, "color = 'red' AND weight > 2")
-    assert consumer.getMessageSelector() == "color = 'red' AND weight > 2"
-    got = consumer.receive(RECEIVE_MS)
-    assert isinstance(got, TextMessage) and got.getText() == "red-10"
-    assert consumer.receive(300) is None
-    by_mode = session.createConsumer(queue, "JMSDeliveryMode = 'PERSISTENT' AND JMSPriority = 4")
-    assert by_mode.receive(RECEIVE_MS) is not None
+    with expected("queue-selectors", broker_kind):
+        consumer = session.createConsumer(queue, "color = 'red' AND weight > 2")
+        assert consumer.getMessageSelector() == "color = 'red' AND weight > 2"
+        got = consumer.receive(RECEIVE_MS)
+        assert isinstance(got, TextMessage) and got.getText() == "red-10"
+        assert consumer.receive(300) is None
+        by_mode = session.createConsumer(queue, "JMSDeliveryMode = 'PERSISTENT' AND JMSPriority = 4")
+        assert by_mode.receive(RECEIVE_MS) is not None
 
 
 @pytest.mark.parametrize("selector", ["color = ", "a = 'x", "AND b", "x IN ()", "NOT", "a LIKE 5"])
@@ -310,16 +310,16 @@ def test_temporary_queue_request_reply(connect: Callable[..., Connection], uniqu
         service.createConsumer(received.getJMSReplyTo())
 
 
-def test_temporary_queue_dies_with_its_connection(
-    connect: Callable[..., Connection], unique_name: str
+def test_temporary_queue_request_reply_across_connections_and_death(
+    connect: Callable[..., Connection], unique_name: str, broker_kind: str
 ) -> None:
     owner = connect()
     other = connect()
     owner_session = owner.createSession(False, Session.AUTO_ACKNOWLEDGE)
     temp = owner_session.createTemporaryQueue()
     other_session = other.createSession(False, Session.AUTO_ACKNOWLEDGE)
-    with pytest.raises(InvalidDestinationException, match="JMSReplyTo"):
-        other_session.createProducer(temp)  # our own name for it would silently be another queue
+    with expected("temporary-local-names", broker_kind), pytest.raises(InvalidDestinationException):
+        other_session.createProducer(temp)  # on ActiveMQ our name for it would silently be another queue
     carrier = owner_session.createTextMessage("reply here")
     carrier.setJMSReplyTo(temp)
     owner_session.createProducer(owner_session.createQueue(unique_name)).send(carrier)
@@ -328,12 +328,16 @@ def test_temporary_queue_dies_with_its_connection(
     remote = received.getJMSReplyTo()
     assert remote is not None
     other_session.createProducer(remote).send(other_session.createTextMessage("alive"))
+    reply = owner_session.createConsumer(temp).receive(RECEIVE_MS)
+    assert isinstance(reply, TextMessage) and reply.getText() == "alive"
     owner.close()
-    with pytest.raises(InvalidDestinationException):
+    with expected("send-to-deleted-temporary", broker_kind), pytest.raises(InvalidDestinationException):
         other_session.createProducer(remote).send(other_session.createTextMessage("after close"))
 
 
-def test_queue_browser_sees_without_consuming(connection: Connection, unique_name: str) -> None:
+def test_queue_browser_sees_without_consuming(
+    connection: Connection, unique_name: str, broker_kind: str
+) -> None:
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     queue = session.createQueue(unique_name)
     producer = session.createProducer(queue)
@@ -341,14 +345,15 @@ def test_queue_browser_sees_without_consuming(connection: Connection, unique_nam
         message = session.createTextMessage(str(i))
         message.setIntProperty("n", i)
         producer.send(message)
-    browsed = [
-        m.getText() for m in session.createBrowser(queue).getEnumeration() if isinstance(m, TextMessage)
-    ]
-    assert browsed == ["0", "1", "2", "3", "4"]
-    selected = [m.getText() for m in session.createBrowser(queue, "n >= 3") if isinstance(m, TextMessage)]
-    assert selected == ["3", "4"]
-    consumer = session.createConsumer(queue)
-    assert [consumer.receive(RECEIVE_MS).getText() for _ in range(5)] == ["0", "1", "2", "3", "4"]  # type: ignore[union-attr]
+    with expected("browsing", broker_kind):
+        browsed = [
+            m.getText() for m in session.createBrowser(queue).getEnumeration() if isinstance(m, TextMessage)
+        ]
+        assert browsed == ["0", "1", "2", "3", "4"]
+        selected = [m.getText() for m in session.createBrowser(queue, "n >= 3") if isinstance(m, TextMessage)]
+        assert selected == ["3", "4"]
+        consumer = session.createConsumer(queue)
+        assert [consumer.receive(RECEIVE_MS).getText() for _ in range(5)] == ["0", "1", "2", "3", "4"]  # type: ignore[union-attr]
 
 
 def test_listener_receives_in_order_on_dispatch_thread(connection: Connection, unique_name: str) -> None:

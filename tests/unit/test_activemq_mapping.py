@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from jmslike.adapters.activemq import ActiveMQAdapter
 from jmslike.adapters.dialect import ID_HEADER, TYPE_HEADER
-
 from jmslike.constants import DeliveryMode
 from jmslike.contract import Frame, OutgoingMessage, SubscriptionSpec
 from jmslike.destinations import Queue, TemporaryQueue, TemporaryTopic, Topic

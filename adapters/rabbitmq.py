@@ -1,0 +1,253 @@
+"""RabbitMQ over its STOMP plugin: the dialect, and the JMS promises jmslike keeps for it.
+
+Facts this adapter relies on (rabbitmq_stomp 3.10 source, confirmed on a real broker by the tests):
+
+- STOMP has one AMQP channel per connection, so any channel error (a passive declare of a missing queue,
+  an exclusive queue held by another connection) closes the whole STOMP connection, and the SUBSCRIBE's
+  RECEIPT can arrive before that ERROR. jmslike never provokes one on a connection the application uses,
+  except on purpose on a fresh one (the client-ID claim), and confirms success with a second round trip.
+- There is no client ID. jmslike claims one with an exclusive, auto-delete lock queue named after it:
+  a second live connection claiming the same ID gets RESOURCE_LOCKED -> InvalidClientIDException. As
+  durable subscriptions are keyed by client ID, that also keeps them to one connection; within one
+  connection jmslike refuses a second consumer itself.
+- Durable subscriptions are queues named ``jmslike.durable.<client ID>.<name>.<definition hash>``
+  (``x-queue-name``), bound to the topic. A changed topic, selector or noLocal gives another name; the
+  old queue, found and deleted through the management API, goes with its backlog (change = delete +
+  create). ``unsubscribe`` deletes through the management API, which also tells an unknown name.
+- No selectors and no noLocal on the broker: for topic subscriptions jmslike filters client-side
+  (non-matching messages never belong to the subscription, so they are acknowledged and dropped); on
+  queues it refuses with UnsupportedFeatureException (filtering would consume others' messages).
+- ``persistent:false`` on SEND would also declare the queue non-durable (PRECONDITION_FAILED against an
+  existing durable queue), so non-persistent sends carry no ``persistent`` header at all.
+- Expiry is the relative ``expiration`` header; jmslike also carries the absolute ``expires``.
+- Cancelling a consumer does not give its unacknowledged messages back (AMQP keeps them on the channel
+  until it closes), so jmslike NACKs them, which on RabbitMQ requeues them flagged redelivered.
+- Receipts for SENDs inside a transaction are held until COMMIT.
+- Temporary queues are exclusive queues of the connection, sent to as ``/amq/queue/`` (which does not
+  declare, as a SEND to ``/queue/`` would, and fails on another connection's exclusive queue).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+
+from jmslike.config import ConnectionConfig
+from jmslike.contract import Capabilities, Frame, IncomingMessage, OutgoingMessage, SubscriptionSpec, Wire
+from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.exceptions import (
+    InvalidClientIDException,
+    InvalidDestinationException,
+    JMSException,
+)
+
+from .dialect import ORIGIN_HEADER, STANDARD_HEADERS, StompDialect
+from .rabbitmq_management import RabbitMQManagement
+
+TEMPORARY_PREFIX = "jmslike-tmp-"
+DURABLE_PREFIX = "jmslike.durable."
+LOCK_PREFIX = "jmslike.client-id."
+_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def queue_part(text: str) -> str:
+    """Encode a client ID or subscription name as one dot-free, unambiguous part of a queue name."""
+    encoded = _SAFE.sub(lambda m: f"~{ord(m.group()):04x}", text)
+    if len(encoded) > 80:
+        return "h" + hashlib.sha256(text.encode()).hexdigest()[:32]
+    return encoded
+
+
+def durable_prefix(client_id: str, name: str) -> str:
+    return f"{DURABLE_PREFIX}{queue_part(client_id)}.{queue_part(name)}."
+
+
+def durable_queue_name(spec: SubscriptionSpec) -> str:
+    """Queue of a durable subscription: identity plus a hash of its definition (topic, selector, noLocal)."""
+    assert spec.client_id is not None and spec.durable_name is not None
+    definition = json.dumps([spec.destination.name, spec.selector or "", spec.no_local])
+    digest = hashlib.sha256(definition.encode()).hexdigest()[:12]
+    return durable_prefix(spec.client_id, spec.durable_name) + digest
+
+
+class RabbitMQAdapter(StompDialect):
+    name = "rabbitmq"
+    display_name = "RabbitMQ"
+    stomp_version = "1.2"
+    default_vhost = "/"
+    transactional_send_receipts = False
+    temporary_names_are_local = False
+    capabilities = Capabilities(
+        durable_subscriptions=True,
+        selectors="client",
+        no_local=False,
+        browsing=False,
+        transactions=True,
+        temporary_destinations=True,
+        priorities=False,
+        expiry=True,
+        map_messages=False,
+        client_id_enforced=True,
+        single_durable_consumer=True,
+        broker_redelivery_flag=True,
+        admin=False,
+    )
+    reserved_headers = STANDARD_HEADERS | {
+        "expiration",
+        "durable",
+        "auto-delete",
+        "exclusive",
+        "x-queue-name",
+        "prefetch-count",
+        "ack",
+        ORIGIN_HEADER,
+    }
+
+    def __init__(self) -> None:
+        self._management: RabbitMQManagement | None = None
+        self._vhost = "/"
+
+    # -- connection -----------------------------------------------------------------------------------
+
+    def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]:
+        # RabbitMQ has no client-id header; the claim happens in on_connected.
+        host, _ = config.hosts[0]
+        url = config.management_url or f"http://{host}:15672"
+        self._management = RabbitMQManagement(url, config.credentials.user, config.credentials.password)
+        self._vhost = config.vhost or "/"
+        return {}
+
+    def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
+        if client_id is None:
+            return
+        lock = f"/queue/{LOCK_PREFIX}{queue_part(client_id)}"
+        try:
+            wire.request(
+                Frame(
+                    "SUBSCRIBE",
+                    {
+                        "id": "jmslike-client-id",
+                        "destination": lock,
+                        "exclusive": "true",
+                        "auto-delete": "true",
+                        "durable": "false",
+                        "ack": "client-individual",
+                    },
+                )
+            )
+            # RabbitMQ may send the SUBSCRIBE's RECEIPT before the RESOURCE_LOCKED error that closes the
+            # connection; a second round trip settles which it was.
+            wire.request(Frame("BEGIN", {"transaction": "jmslike-client-id-check"}))
+            wire.request(Frame("ABORT", {"transaction": "jmslike-client-id-check"}))
+        except JMSException as exc:
+            raise InvalidClientIDException(
+                f"client ID {client_id!r} is in use by another live connection (RabbitMQ holds its exclusive "
+                f"lock queue {lock[len('/queue/') :]!r})"
+            ) from exc
+
+    def management(self) -> RabbitMQManagement:
+        if self._management is None:
+            raise JMSException("the RabbitMQ adapter is not connected")
+        return self._management
+
+    # -- destinations ---------------------------------------------------------------------------------
+
+    def destination_name(self, destination: Destination) -> str:
+        if isinstance(destination, TemporaryQueue):
+            return f"/amq/queue/{destination.name}"
+        if isinstance(destination, TemporaryTopic):
+            return f"/topic/{destination.name}"
+        if isinstance(destination, Queue):
+            return f"/queue/{destination.name}"
+        if isinstance(destination, Topic):
+            return f"/topic/{destination.name}"
+        raise InvalidDestinationException(f"RabbitMQ cannot address {destination}")
+
+    def parse_destination(self, name: str) -> Destination | None:
+        for prefix in ("/amq/queue/", "/queue/"):
+            if name.startswith(prefix):
+                queue = name[len(prefix) :]
+                return TemporaryQueue(queue) if queue.startswith(TEMPORARY_PREFIX) else Queue(queue)
+        if name.startswith("/topic/"):
+            topic = name[len("/topic/") :]
+            return TemporaryTopic(topic) if topic.startswith(TEMPORARY_PREFIX) else Topic(topic)
+        return None
+
+    def create_temporary(self, wire: Wire, destination: Destination) -> None:
+        """Declare the exclusive queue now, so messages sent before a consumer exists are kept."""
+        if isinstance(destination, TemporaryQueue):
+            spec = SubscriptionSpec(sub_id=f"declare-{destination.name}", destination=destination, prefetch=1)
+            wire.request(Frame("SUBSCRIBE", self.subscribe_headers(spec)))
+            wire.request(Frame("UNSUBSCRIBE", {"id": spec.sub_id}))
+
+    # -- subscriptions --------------------------------------------------------------------------------
+
+    def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
+        headers = super().subscribe_headers(spec)
+        headers.pop("selector", None)  # filtered client-side
+        headers["prefetch-count"] = str(max(1, spec.prefetch))
+        if isinstance(spec.destination, TemporaryQueue):
+            headers["destination"] = f"/queue/{spec.destination.name}"
+            headers.update({"exclusive": "true", "auto-delete": "false", "durable": "false"})
+        if spec.durable_name is not None:
+            headers.update(
+                {"durable": "true", "auto-delete": "false", "x-queue-name": durable_queue_name(spec)}
+            )
+        return headers
+
+    def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
+        if spec.durable_name is not None and spec.client_id is not None:
+            # Change = delete + create: a subscription of this identity with another definition goes.
+            current = durable_queue_name(spec)
+            management = self.management()
+            for queue in management.queue_names(
+                self._vhost, durable_prefix(spec.client_id, spec.durable_name)
+            ):
+                if queue != current:
+                    management.delete_queue(self._vhost, queue)
+        super().subscribe(wire, spec)
+
+    def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
+        management = self.management()
+        queues = management.queue_names(self._vhost, durable_prefix(client_id, name))
+        if not queues:
+            raise InvalidDestinationException(
+                f"no durable subscription {name!r} exists for client ID {client_id!r}"
+            )
+        for queue in queues:
+            management.delete_queue(self._vhost, queue)
+
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
+        """Give held messages back, then cancel. A plain NACK would requeue each message straight back to
+        this still-open subscription, and after UNSUBSCRIBE the plugin refuses any ACK/NACK for it
+        ("Subscription not found"), leaving them stuck until the connection closes. NACKs inside a STOMP
+        transaction are resolved when they arrive but applied at COMMIT, after the cancel: then they
+        requeue (flagged redelivered) to other consumers."""
+        if not held:
+            super().detach(wire, spec, held)
+            return
+        transaction = f"jmslike-release-{spec.sub_id}"
+        wire.request(Frame("BEGIN", {"transaction": transaction}))
+        for incoming in held:
+            wire.post(Frame("NACK", {"id": incoming.ack_id, "transaction": transaction}))
+        super().detach(wire, spec, held)
+        wire.request(Frame("COMMIT", {"transaction": transaction}))
+
+    # -- messages -------------------------------------------------------------------------------------
+
+    def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        headers = super().send_headers(message)
+        if headers.get("persistent") == "false":
+            del headers["persistent"]  # "false" would re-declare the queue non-durable
+        if message.time_to_live:
+            headers["expiration"] = str(message.time_to_live)
+        if message.origin:
+            headers[ORIGIN_HEADER] = message.origin
+        return headers
+
+    def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:
+        if re.search(r"not_found|NOT_FOUND", message):
+            return InvalidDestinationException
+        return super().error_for(message, frame)

@@ -1,0 +1,87 @@
+"""Looking at broker state without jmslike, so a test never lets jmslike confirm itself.
+
+ActiveMQ is asked through a raw STOMP client (stompest); RabbitMQ through its management HTTP API
+(STOMP cannot ask whether a queue exists there without a channel error that closes the connection).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from jmslike.adapters.rabbitmq import durable_prefix
+
+
+def durable_backlog(broker: Any, client_id: str, topic: str, name: str) -> list[bytes] | None:
+    """What the durable subscription (client ID, name) holds, or None where the broker says it does not
+    exist. The ActiveMQ probe attaches (creating an empty subscription if there was none) and then removes
+    the subscription, so it reports [] for a missing one and leaves the broker clean either way."""
+    if broker.kind == "activemq":
+        return _activemq_backlog(broker, client_id, topic, name)
+    if broker.kind == "rabbitmq":
+        return _rabbitmq_backlog(broker, client_id, name)
+    raise NotImplementedError(f"no raw probe for {broker.kind}")
+
+
+def _activemq_backlog(broker: Any, client_id: str, topic: str, name: str) -> list[bytes]:
+    from stompest.config import StompConfig
+    from stompest.protocol import StompFrame, StompSpec
+    from stompest.sync import Stomp
+
+    config = StompConfig(
+        f"tcp://{broker.host}:{broker.port}",
+        login=broker.user,
+        passcode=broker.password,
+        version=StompSpec.VERSION_1_1,
+    )
+    client = Stomp(config)
+    client.connect(headers={"client-id": client_id}, versions=[StompSpec.VERSION_1_1])
+    try:
+        token = client.subscribe(
+            f"/topic/{topic}", {"id": "probe", "ack": "client-individual", "activemq.subscriptionName": name}
+        )
+        bodies = []
+        while client.canRead(1.0):
+            frame = client.receiveFrame()
+            if frame.command == StompSpec.MESSAGE:
+                bodies.append(frame.body)
+        client.unsubscribe(token)
+        client.sendFrame(
+            StompFrame(StompSpec.UNSUBSCRIBE, {"id": "probe", "activemq.subscriptionName": name})
+        )
+        return bodies
+    finally:
+        client.disconnect()
+
+
+def _rabbitmq_backlog(broker: Any, client_id: str, name: str) -> list[bytes] | None:
+    auth = base64.b64encode(f"{broker.user}:{broker.password}".encode()).decode()
+    request = urllib.request.Request(
+        f"{broker.management_url}/api/queues/%2F?columns=name,messages",
+        headers={"Authorization": f"Basic {auth}"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        queues = json.load(response)
+    prefix = durable_prefix(client_id, name)
+    matching = [q for q in queues if q["name"].startswith(prefix)]
+    if not matching:
+        return None
+    return [b"?"] * sum(int(q.get("messages") or 0) for q in matching)
+
+
+def rabbitmq_queue_exists(broker: Any, queue: str) -> bool:
+    auth = base64.b64encode(f"{broker.user}:{broker.password}".encode()).decode()
+    request = urllib.request.Request(
+        f"{broker.management_url}/api/queues/%2F/{urllib.parse.quote(queue, safe='')}",
+        headers={"Authorization": f"Basic {auth}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10):
+            return True
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return False
+        raise
