@@ -203,6 +203,9 @@ class BrokerProcess:
         kill_group(self.pgid)
         with contextlib.suppress(subprocess.TimeoutExpired, OSError):
             self.popen.wait(timeout=5)
+        # The broker process is not our child (RabbitMQ's VM runs under su as another user), so reaping the
+        # wrapper does not mean it is gone; a loaded machine takes a moment to tear a large VM down.
+        wait_pid_gone(self.broker_pid, 10.0)
 
 
 # --------------------------------------------------------------------------------------------------
