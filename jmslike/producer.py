@@ -194,10 +194,17 @@ class MessageProducer:
         frame = connection.adapter.send_frame(outgoing, transaction)
         wire = connection.wire_for_use()
         if transaction is not None and not connection.adapter.transactional_send_receipts:
-            # This broker answers a transactional SEND only at COMMIT; errors surface there.
-            wire.post(frame)
-            if listener is not None:
-                session.run_task(lambda: listener.onCompletion(message))
+            # This broker answers a transactional SEND only after COMMIT (on RabbitMQ: when the publish is
+            # confirmed), so the receipt is awaited by commit(), which must not return before the
+            # committed messages are safe.
+            def settled(error: JMSException | None) -> None:  # receiver thread
+                if listener is not None:
+                    if error is None:
+                        session.run_task(lambda: listener.onCompletion(message))
+                    else:
+                        session.run_task(lambda: listener.onException(message, error))
+
+            session.defer_receipt(wire.submit(frame, settled))
             return
         if listener is None:
             wire.request(frame)

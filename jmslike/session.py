@@ -101,6 +101,8 @@ class Session:
         self._producers: list[MessageProducer] = []
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
+        self._deferred_receipts: list[Any] = []  # transactional sends answered only after COMMIT
+        self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._rollback_only: str | None = None
         self._closed = False
         self._dispatcher: threading.Thread | None = None
@@ -400,10 +402,11 @@ class Session:
         ):
             with self._cond:
                 self._unacked.append((consumer, pending))
+            generation = self._epoch
             if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
-                message._acknowledger = self._acknowledge_all
+                message._acknowledger = lambda: self._acknowledge_all(generation)
             elif self._ack_mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
-                message._acknowledger = lambda: self._acknowledge_one(pending)
+                message._acknowledger = lambda: self._acknowledge_one(pending, generation)
         return message
 
     def _ack_now(self, pending: Pending) -> None:
@@ -413,16 +416,27 @@ class Session:
         except ConnectionLostException:
             log.debug("ack lost with the connection; the broker will redeliver")
 
-    def _acknowledge_all(self) -> None:
+    def _check_generation(self, generation: int) -> None:
+        """A message delivered before a reconnect belongs to the broker again: acknowledging it cannot
+        work, and pretending it did would let an 'acknowledged' message come back. Say so instead."""
+        if generation != self._epoch:
+            raise ConnectionLostException(
+                "this message was delivered before the connection was lost and re-established; it cannot be "
+                "acknowledged any more: the broker redelivers it (flagged redelivered)"
+            )
+
+    def _acknowledge_all(self, generation: int) -> None:
         """CLIENT_ACKNOWLEDGE: acknowledge everything this session has delivered so far."""
         self._check_open()
+        self._check_generation(generation)
         with self._cond:
             batch, self._unacked = self._unacked, []
         self._send_acks([p for _, p in batch], None)
         self._release_closed()
 
-    def _acknowledge_one(self, pending: Pending) -> None:
+    def _acknowledge_one(self, pending: Pending, generation: int) -> None:
         self._check_open()
+        self._check_generation(generation)
         with self._cond:
             entry = next(((c, p) for c, p in self._unacked if p is pending), None)
             if entry is None:
@@ -478,6 +492,25 @@ class Session:
             self._tx = tx
         return self._tx
 
+    def defer_receipt(self, pending: Any) -> None:
+        """Remember a transactional send whose receipt the broker sends only after COMMIT."""
+        self._deferred_receipts.append(pending)
+
+    def _await_deferred_receipts(self) -> None:
+        """After COMMIT: wait until the broker confirmed every message of the transaction."""
+        pending, self._deferred_receipts = self._deferred_receipts, []
+        deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
+        for item in pending:
+            if not item.done.wait(max(0.0, deadline - time.monotonic())):
+                raise JMSException(
+                    "the broker committed the transaction but did not confirm all its messages in time; "
+                    "they may not be safe from a broker crash"
+                )
+            if item.error is not None:
+                raise JMSException(
+                    f"the broker committed the transaction but refused one of its messages: {item.error}"
+                ) from item.error
+
     def commit(self) -> None:
         self._check_open()
         if not self.transacted:
@@ -514,6 +547,7 @@ class Session:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
+        self._await_deferred_receipts()
         if not acks_in_transaction:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come
             # back flagged redelivered (at-least-once for consumption on such brokers).
@@ -539,6 +573,7 @@ class Session:
         """ABORT the broker transaction (its sends vanish) and hand consumed messages back locally."""
         tx, self._tx = self._tx, None
         self._rollback_only = None
+        self._deferred_receipts = []  # aborted sends are never answered
         if tx is not None:
             try:
                 self._connection.wire_for_use().request(Frame("ABORT", {"transaction": tx}))
@@ -680,6 +715,8 @@ class Session:
             self._unacked = []
             self._closing = []  # their subscriptions died with the connection
             self._orphans = {}
+            self._deferred_receipts = []
+            self._epoch += 1
             self._tx = None
             self._cond.notify_all()
 
