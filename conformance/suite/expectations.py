@@ -1,0 +1,69 @@
+"""THE table of per-broker expectations: where a broker cannot keep a JMS promise.
+
+One entry per (scenario id, broker) -- optionally (scenario id, broker, mode) when only one restart mode
+differs -- saying the expected outcome, ``deviation`` (the broker cannot keep the promise and jmslike
+cannot fix it) or ``unsupported`` (jmslike refuses with UnsupportedFeatureException), with a one-line
+reason shown in the report. Everything not listed is expected to pass. Scenarios never branch on the
+broker themselves: when a broker differs, the difference is written here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+Expected = Literal["pass", "deviation", "unsupported"]
+
+
+@dataclass(frozen=True)
+class Expectation:
+    outcome: Expected = "pass"
+    reason: str = ""
+
+
+PASS: Final = Expectation()
+
+_AMQ_REDELIVERED = (
+    "ActiveMQ Classic does not persist JMSRedelivered: after a restart a message that was delivered "
+    "but not acknowledged comes back unflagged (broker option persistJMSRedelivered fixes it)"
+)
+_AMQ_DURABLE_FLAG = (
+    "ActiveMQ Classic does not flag redeliveries to a durable topic subscription over STOMP (no "
+    "redelivered header), even within one broker lifetime"
+)
+_NO_PRIORITY = "priority is a MAY; {broker} queues deliver in FIFO order unless configured ({option})"
+_RABBIT_ACK_KILL = (
+    "RabbitMQ confirms an ACK before it is on disk: after SIGKILL an acknowledged message can come back "
+    "(flagged redelivered)"
+)
+
+#: (scenario id, broker) or (scenario id, broker, mode) -> expectation.
+EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
+    ("ack.unacked-queue-back-after-restart", "activemq"): Expectation("deviation", _AMQ_REDELIVERED),
+    ("ack.unacked-durable-back-after-restart", "activemq"): Expectation("deviation", _AMQ_DURABLE_FLAG),
+    ("ack.durable-close-redelivers-flagged", "activemq"): Expectation("deviation", _AMQ_DURABLE_FLAG),
+    ("faults.half-open-client-side-durable", "activemq"): Expectation("deviation", _AMQ_DURABLE_FLAG),
+    ("order.priority-overtakes", "activemq"): Expectation(
+        "deviation", _NO_PRIORITY.format(broker="ActiveMQ Classic", option="prioritizedMessages policy")
+    ),
+    ("order.priority-overtakes", "rabbitmq"): Expectation(
+        "deviation", _NO_PRIORITY.format(broker="RabbitMQ", option="x-max-priority queue argument")
+    ),
+    ("sel.queue-leaves-unmatched", "rabbitmq"): Expectation(
+        "unsupported", "RabbitMQ cannot filter queues; a client-side filter would consume others' messages"
+    ),
+    ("faults.kill-with-traffic", "rabbitmq", "kill"): Expectation("deviation", _RABBIT_ACK_KILL),
+    ("faults.repeated-restarts-with-traffic", "rabbitmq", "kill"): Expectation("deviation", _RABBIT_ACK_KILL),
+}
+
+
+def expectation_for(scenario_id: str, broker: str, mode: str | None) -> Expectation:
+    """The expectation of ``scenario_id`` on ``broker`` in ``mode`` (mode-specific entries first)."""
+    if mode is not None and (scenario_id, broker, mode) in EXPECTATIONS:
+        return EXPECTATIONS[(scenario_id, broker, mode)]
+    return EXPECTATIONS.get((scenario_id, broker), PASS)
+
+
+def stale_entries(known_ids: set[str]) -> list[tuple[str, ...]]:
+    """Table keys naming no registered scenario (a renamed scenario leaves one behind)."""
+    return [key for key in EXPECTATIONS if key[0] not in known_ids]

@@ -1,0 +1,158 @@
+"""Raw broker probes: look at broker state without jmslike, so jmslike never confirms itself.
+
+A scenario asks "is this durable subscription really gone?" or "what does this queue hold?" through a
+:class:`BrokerProbe`. Each broker kind answers in its own way: ActiveMQ through a raw STOMP client
+(stompest: durable re-attach, queue browse), RabbitMQ through its HTTP management API. A probe that
+cannot answer on a broker raises :class:`ProbeUnavailable`; scenarios then rely on the JMS API alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import urllib.parse
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jmslike.conformance.brokers import BrokerHandle
+
+log = logging.getLogger(__name__)
+
+
+class ProbeUnavailable(Exception):
+    """This broker has no independent way to answer the question."""
+
+
+class BrokerProbe:
+    """The questions scenarios may ask; the base class answers none of them."""
+
+    def __init__(self, broker: BrokerHandle) -> None:
+        self.broker = broker
+
+    def durable_backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[str]:
+        """Bodies retained for durable subscription (client_id, name) on ``topic``; the probe removes
+        the subscription afterwards (it may have re-created it by looking)."""
+        raise ProbeUnavailable(f"no durable-subscription probe for {self.broker.kind}")
+
+    def queue_bodies(self, queue: str, wait_s: float = 1.0) -> list[str]:
+        """Bodies of the messages a queue holds, without consuming them."""
+        raise ProbeUnavailable(f"no queue probe for {self.broker.kind}")
+
+
+class ActiveMQProbe(BrokerProbe):
+    """Raw STOMP 1.1 through stompest (ActiveMQ's own STOMP headers, no jmslike code)."""
+
+    def _client(self, client_id: str | None) -> Any:
+        from stompest.config import StompConfig
+        from stompest.protocol import StompSpec
+        from stompest.sync import Stomp
+
+        config = StompConfig(
+            f"tcp://{self.broker.host}:{self.broker.port}",
+            login=self.broker.user,
+            passcode=self.broker.password,
+            version=StompSpec.VERSION_1_1,
+        )
+        client = Stomp(config)
+        headers = {"client-id": client_id} if client_id else {}
+        client.connect(headers=headers, versions=[StompSpec.VERSION_1_1], connectTimeout=10)
+        return client
+
+    def durable_backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[str]:
+        from stompest.protocol import StompFrame, StompSpec
+
+        client = self._client(client_id)
+        try:
+            token = client.subscribe(
+                f"/topic/{topic}",
+                {"id": "probe", "ack": "client-individual", "activemq.subscriptionName": name},
+            )
+            bodies: list[str] = []
+            while client.canRead(wait_s):
+                frame = client.receiveFrame()
+                if frame.command == StompSpec.MESSAGE:
+                    bodies.append(frame.body.decode("utf-8", "replace"))
+            client.unsubscribe(token)
+            client.sendFrame(
+                StompFrame(
+                    StompSpec.UNSUBSCRIBE,
+                    {"id": "probe", "activemq.subscriptionName": name, "receipt": "probe-delete"},
+                )
+            )
+            if client.canRead(wait_s):
+                client.receiveFrame()
+            return bodies
+        finally:
+            client.disconnect()
+
+    def queue_bodies(self, queue: str, wait_s: float = 1.0) -> list[str]:
+        from stompest.protocol import StompSpec
+
+        client = self._client(None)
+        try:
+            client.subscribe(f"/queue/{queue}", {"id": "browse", "ack": "auto", "browser": "true"})
+            bodies: list[str] = []
+            while client.canRead(wait_s):
+                frame = client.receiveFrame()
+                if frame.command != StompSpec.MESSAGE:
+                    continue
+                if frame.headers.get("browser") == "end":
+                    break
+                bodies.append(frame.body.decode("utf-8", "replace"))
+            return bodies
+        finally:
+            client.disconnect()
+
+
+class RabbitMQProbe(BrokerProbe):
+    """RabbitMQ's HTTP management API (the launcher enables the plugin). A durable subscription is a
+    queue whose name contains the subscription name (the suite's names are unique)."""
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        base = self.broker.management_url
+        if base is None:
+            raise ProbeUnavailable("RabbitMQ management API is not enabled on this broker")
+        request = urllib.request.Request(
+            base + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"content-type": "application/json"},
+        )
+        token = base64.b64encode(f"{self.broker.user}:{self.broker.password}".encode()).decode()
+        request.add_header("authorization", f"Basic {token}")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read()
+        return json.loads(raw) if raw else None
+
+    def _get(self, vhost: str, queue: str) -> list[str]:
+        path = f"/api/queues/{urllib.parse.quote(vhost, safe='')}/{urllib.parse.quote(queue, safe='')}/get"
+        messages = self._call(
+            "POST",
+            path,
+            {"count": 1000, "ackmode": "ack_requeue_true", "encoding": "auto", "truncate": 100000},
+        )
+        return [str(m.get("payload", "")) for m in messages or []]
+
+    def durable_backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[str]:
+        bodies: list[str] = []
+        for queue in self._call("GET", "/api/queues") or []:
+            if name in queue.get("name", ""):
+                vhost = queue.get("vhost", "/")
+                bodies += self._get(vhost, queue["name"])
+                quoted = f"{urllib.parse.quote(vhost, safe='')}/{urllib.parse.quote(queue['name'], safe='')}"
+                self._call("DELETE", f"/api/queues/{quoted}")
+        return bodies
+
+    def queue_bodies(self, queue: str, wait_s: float = 1.0) -> list[str]:
+        return self._get("/", queue)
+
+
+def probe_for(broker: BrokerHandle) -> BrokerProbe:
+    """The probe for ``broker``'s kind (a base probe that answers nothing for unknown kinds)."""
+    if broker.kind == "activemq":
+        return ActiveMQProbe(broker)
+    if broker.kind == "rabbitmq":
+        return RabbitMQProbe(broker)
+    return BrokerProbe(broker)
