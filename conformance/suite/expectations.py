@@ -57,11 +57,29 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
 }
 
 
+_RABBIT_KILL_LOSS = (
+    "RabbitMQ 3.10 (classic queues) intermittently loses confirmed PERSISTENT messages and brings back "
+    "acknowledged ones after a SIGKILL, even on ext4 where the kill leaves the page cache intact: seen "
+    "without any consumer, and with one (a whole queue of 60 confirmed messages gone in 1 of 4 runs); a "
+    "graceful restart keeps them"
+)
+
+# Defaults for a whole broker in one restart mode, where no scenario entry says otherwise. A scenario
+# that passes there still shows as pass (with a note that the table may be stale), so this is not strict.
+BROKER_MODE_DEFAULTS: dict[tuple[str, str], Expectation] = {
+    ("rabbitmq", "kill"): Expectation("deviation", _RABBIT_KILL_LOSS),
+}
+
+
 def expectation_for(scenario_id: str, broker: str, mode: str | None) -> Expectation:
     """The expectation of ``scenario_id`` on ``broker`` in ``mode`` (mode-specific entries first)."""
     if mode is not None and (scenario_id, broker, mode) in EXPECTATIONS:
         return EXPECTATIONS[(scenario_id, broker, mode)]
-    return EXPECTATIONS.get((scenario_id, broker), PASS)
+    if (scenario_id, broker) in EXPECTATIONS:
+        return EXPECTATIONS[(scenario_id, broker)]
+    if mode is not None and (broker, mode) in BROKER_MODE_DEFAULTS:
+        return BROKER_MODE_DEFAULTS[(broker, mode)]
+    return PASS
 
 
 def stale_entries(known_ids: set[str]) -> list[tuple[str, ...]]:

@@ -101,7 +101,8 @@ def _through_restart(ctx: Context, state: OrderState) -> None:
     assert state.consumed == state.texts[:20]
     more = [f"n{i:03d}" for i in range(20)]
     send_texts(ctx.connect(), state.queue, more)
-    assert drain_texts(ctx.connect(), state.queue, 1000) == state.texts[20:] + more
+    got = drain_texts(ctx.connect(), state.queue, 1000)
+    assert got == state.texts[20:] + more, f"order or content changed through the restart: got {got}"
 
 
 @scenario(
