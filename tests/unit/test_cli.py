@@ -1,0 +1,33 @@
+"""The jmslike command dispatches to the modules that own the work (no broker needed for these)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jmslike.cli import main
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.startswith("jmslike ")
+
+
+def test_matrix_prints_the_generated_table(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["matrix"]) == 0
+    assert "| capability |" in capsys.readouterr().out
+
+
+def test_unknown_command_is_an_error_with_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["frobnicate"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'frobnicate'" in err and "conformance" in err
+
+
+def test_no_arguments_prints_usage_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage: jmslike" in capsys.readouterr().out
+
+
+def test_conformance_list_needs_no_broker(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", "--list"]) == 0
+    assert "durable" in capsys.readouterr().out
