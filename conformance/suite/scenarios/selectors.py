@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from jmslike import DeliveryMode, InvalidSelectorException, Session
+from jmslike import DeliveryMode, InvalidSelectorException, JMSException, Session
 from jmslike.conformance.suite import Context, restart_scenario, scenario
 from jmslike.conformance.suite.helpers import (
     drain_texts,
@@ -175,3 +175,114 @@ def _durable_selector(ctx: Context, state: SelectorState) -> None:
     assert receive_texts(subscriber) == ["keep-2"]
     subscriber.close()
     session.unsubscribe(state.sub)
+
+
+def _filtered(ctx: Context, selector: str, messages: list[tuple[str, dict[str, object]]]) -> list[str]:
+    """Publish ``messages`` (text, properties) to a fresh topic; return what ``selector`` lets through."""
+    topic = ctx.name("t")
+    session = ctx.connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
+    subscriber = session.createConsumer(session.createTopic(topic), selector)
+    publisher = ctx.connect()
+    for text, properties in messages:
+        publish(publisher, topic, [text], properties=properties)
+    return receive_texts(subscriber)
+
+
+@scenario(
+    "sel.like-escape",
+    category=CAT,
+    rule="LIKE with ESCAPE: the escaped '_' matches only itself, '%' any run of characters",
+    section=SEC,
+)
+def like_escape(ctx: Context) -> None:
+    got = _filtered(
+        ctx,
+        "code LIKE 'A\\_%' ESCAPE '\\'",
+        [
+            ("A_1", {"code": "A_1"}),
+            ("AB1", {"code": "AB1"}),
+            ("A_", {"code": "A_"}),
+            ("xA_1", {"code": "xA_1"}),
+        ],
+    )
+    assert got == ["A_1", "A_"], got
+
+
+@scenario(
+    "sel.arithmetic-between",
+    category=CAT,
+    rule="Arithmetic and BETWEEN over numeric properties (bounds inclusive)",
+    section=SEC,
+)
+def arithmetic_between(ctx: Context) -> None:
+    try:
+        got = _filtered(ctx, "price * qty BETWEEN 10 AND 20", _PRICED)
+    except JMSException as exc:
+        raise AssertionError(f"publishing failed because of a subscriber's selector: {exc}") from exc
+    assert got == ["5x2"], got
+
+
+_PRICED: list[tuple[str, dict[str, object]]] = [
+    ("5x2", {"price": 5, "qty": 2}),
+    ("3x3", {"price": 3, "qty": 3}),
+    ("7x3", {"price": 7, "qty": 3}),
+    ("no-qty", {"price": 50}),
+]
+
+
+@scenario(
+    "sel.quoted-user-string",
+    category=CAT,
+    rule="A selector built from a user string with quote_string matches exactly that string, quotes included",
+    section=SEC,
+)
+def quoted_user_string(ctx: Context) -> None:
+    from jmslike.selector import quote_string
+
+    name = "O'Brien' OR '1'='1"
+    got = _filtered(
+        ctx,
+        "owner = " + quote_string(name),
+        [("exact", {"owner": name}), ("other", {"owner": "O'Brien"}), ("none", {})],
+    )
+    assert got == ["exact"], got
+
+
+@scenario(
+    "sel.three-valued-not",
+    category=CAT,
+    rule="NOT of UNKNOWN is UNKNOWN: a message without the property matches neither p = x nor NOT p = x",
+    section=SEC,
+)
+def three_valued_not(ctx: Context) -> None:
+    messages: list[tuple[str, dict[str, object]]] = [
+        ("red", {"color": "red"}),
+        ("blue", {"color": "blue"}),
+        ("none", {}),
+    ]
+    assert _filtered(ctx, "NOT (color = 'red')", messages) == ["blue"]
+    assert _filtered(ctx, "color IS NULL", messages) == ["none"]
+
+
+@scenario(
+    "sel.typed-numeric-compare",
+    category=CAT,
+    rule="An int property compares numerically with a decimal literal (10 > 9.5), not as a string",
+    section=SEC,
+)
+def typed_numeric_compare(ctx: Context) -> None:
+    got = _filtered(ctx, "n > 9.5", [("ten", {"n": 10}), ("nine", {"n": 9}), ("hundred", {"n": 100})])
+    assert got == ["ten", "hundred"], got
+
+
+@scenario(
+    "sel.boolean-property",
+    category=CAT,
+    rule="A boolean property compares with TRUE / FALSE",
+    section=SEC,
+)
+def boolean_property(ctx: Context) -> None:
+    got = _filtered(
+        ctx, "urgent = TRUE", [("yes", {"urgent": True}), ("no", {"urgent": False}), ("none", {})]
+    )
+    assert got == ["yes"], got
