@@ -12,20 +12,38 @@ StompSubscription; confirmed by the integration tests):
   ``content-length`` (safe for any body) and still reach Java peers as TextMessage.
 - ABORT does not redeliver and NACK sends to the DLQ: jmslike redelivers locally instead.
 - Temporary destinations created by another connection arrive as ``/remote-temp-queue/ID:...``.
+- Java MapMessages cross only through the broker's XStream ``JmsFrameTranslator``: opt-in with the URL
+  option ``activemq_map_transformation=true`` (see :mod:`adapters.activemq_map` and docs/interop.md).
+  Off by default because a broker without XStream on its classpath drops the STOMP connection as soon as
+  it delivers anything to a subscription that asked for a transformation.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 
+from jmslike.body_codec import decode_body, encode_body
+from jmslike.config import ConnectionConfig
 from jmslike.contract import Capabilities, Frame, IncomingMessage, OutgoingMessage, SubscriptionSpec, Wire
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
+from jmslike.messages import MapMessage
+from jmslike.properties import TypedValue
+from jmslike.serializers import SerializerRegistry
 
+from . import activemq_map
 from .dialect import STANDARD_HEADERS, StompDialect
 
 AMQ_TYPE_HEADER = "amq-msg-type"
+TRANSFORMATION_HEADER = "transformation"
+#: Asked for on SUBSCRIBE: Java MapMessages then arrive as XStream JSON marked MAP_TRANSFORMATION; text
+#: arrives marked ``jms-json`` with its body unchanged, bytes unchanged and unmarked.
+SUBSCRIBE_TRANSFORMATION = "jms-json"
+MAP_TRANSFORMATION = "jms-map-json"
 _REMOTE_PREFIX = "ID:"
+
+_log = logging.getLogger(__name__)
 
 
 class ActiveMQAdapter(StompDialect):
@@ -53,10 +71,18 @@ class ActiveMQAdapter(StompDialect):
     max_body_bytes = 100 * 1024 * 1024
     reserved_headers = STANDARD_HEADERS | {
         AMQ_TYPE_HEADER,
-        "transformation",
+        TRANSFORMATION_HEADER,
         "JMSXUserID",
         "original-destination",
     }
+
+    def __init__(self) -> None:
+        # Set from the URL in connect_headers (a fresh adapter serves each connection).
+        self._map_transformation = False
+
+    def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]:
+        self._map_transformation = config.activemq_map_transformation
+        return super().connect_headers(config, client_id)
 
     def destination_name(self, destination: Destination) -> str:
         # A temporary destination made by another connection has a broker-assigned "ID:..." name and must
@@ -84,6 +110,8 @@ class ActiveMQAdapter(StompDialect):
             headers["activemq.noLocal"] = "true"
         if spec.browser:
             headers["browser"] = "true"
+        if self._map_transformation:
+            headers[TRANSFORMATION_HEADER] = SUBSCRIBE_TRANSFORMATION
         return headers
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
@@ -93,17 +121,50 @@ class ActiveMQAdapter(StompDialect):
 
     def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
         headers = super().send_headers(message)
-        headers[AMQ_TYPE_HEADER] = "text" if message.type_tag == "text" else "bytes"
+        if self._sends_java_map(message):
+            # The transformation header alone picks ActiveMQ's XStream translator (amq-msg-type is unused).
+            headers[TRANSFORMATION_HEADER] = MAP_TRANSFORMATION
+        else:
+            headers[AMQ_TYPE_HEADER] = "text" if message.type_tag == "text" else "bytes"
         return headers
+
+    def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame:
+        if not self._sends_java_map(message):
+            return super().send_frame(message, transaction)
+        # Re-encode jmslike's JSON map body in XStream's form (byte[] fields raise MessageFormatException
+        # here, before anything is sent). No content-length: with one, ActiveMQ builds a BytesMessage.
+        items = _map_items(message.body)
+        frame = super().send_frame(dataclasses.replace(message, body=activemq_map.encode(items)), transaction)
+        return dataclasses.replace(frame, content_length=False)
+
+    def _sends_java_map(self, message: OutgoingMessage) -> bool:
+        return self._map_transformation and message.type_tag == "map"
 
     def decode_message(self, frame: Frame) -> IncomingMessage:
         incoming = super().decode_message(frame)
+        if incoming.headers.get(TRANSFORMATION_HEADER) == MAP_TRANSFORMATION:
+            # A MapMessage in the broker (a Java peer's, or a jmslike one sent with the option): checked
+            # before the jmslike type tag, because the body is XStream's whatever the sender was.
+            return self._decode_java_map(incoming)
         if incoming.type_tag is None:
             # A Java peer's message (or a foreign STOMP client's): ActiveMQ marks a BytesMessage with
             # content-length and sends a TextMessage without it.
             tag = "bytes" if "content-length" in frame.headers else "text"
             return dataclasses.replace(incoming, type_tag=tag)
         return incoming
+
+    def _decode_java_map(self, incoming: IncomingMessage) -> IncomingMessage:
+        """Hand the consumer jmslike's own map encoding, so the broker-neutral codec decodes it."""
+        try:
+            items = activemq_map.decode(incoming.body)
+        except JMSException as error:
+            # Never lose a message to a parse error: the consumer gets the raw body as a BytesMessage.
+            _log.warning(
+                "a %s body does not parse (%s); delivering it as a BytesMessage", MAP_TRANSFORMATION, error
+            )
+            return dataclasses.replace(incoming, type_tag="bytes")
+        _, body, _ = encode_body(MapMessage._from_items(items))
+        return dataclasses.replace(incoming, type_tag="map", body=body)
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:
         if "Durable consumer is in use" in message:
@@ -115,3 +176,15 @@ class ActiveMQAdapter(StompDialect):
         if "cannot durably subscribe to a Queue" in message:
             return InvalidDestinationException
         return super().error_for(message, frame)
+
+
+def _map_items(body: bytes) -> dict[str, TypedValue | None]:
+    """The typed fields of a body jmslike's codec encoded (it came from a MapMessage, so it parses)."""
+    message = decode_body("map", body, {}, _NO_SERIALIZERS)
+    if not isinstance(message, MapMessage):  # decode_body("map", ...) returns a MapMessage or raises
+        raise TypeError(f"decode_body gave a {type(message).__name__} for a map body")
+    return dict(message._typed_items())
+
+
+# Map bodies never name a serializer; decode_body only asks for a registry.
+_NO_SERIALIZERS = SerializerRegistry()

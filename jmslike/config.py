@@ -61,6 +61,7 @@ class ConnectionConfig:
     reconnect_max_delay_ms: int = 5_000
     max_frame_bytes: int = 64 * 1024 * 1024
     management_url: str | None = None
+    activemq_map_transformation: bool = False
 
     @property
     def adapter_name(self) -> str:
@@ -108,6 +109,11 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "max_frame_bytes": ("max_frame_bytes", _positive_int, "largest frame accepted from the broker"),
     "vhost": ("vhost", str, "STOMP host header (RabbitMQ virtual host)"),
     "management_url": ("management_url", str, "RabbitMQ management API (default http://HOST:15672)"),
+    "activemq_map_transformation": (
+        "activemq_map_transformation",
+        _bool,
+        "ActiveMQ only: MapMessages as Java MapMessages (needs XStream on the broker's classpath)",
+    ),
     "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
     "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),
     "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),
@@ -152,6 +158,12 @@ def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> Connect
         except ValueError as exc:
             raise ConfigurationError(f"URL option {key}={raw!r} is invalid: {exc}") from exc
         (tls_values if field_name in _TLS_FIELDS else values)[field_name] = value
+    if "activemq_map_transformation" in values and scheme != "activemq":
+        # The option makes the ActiveMQ adapter send transformation headers; elsewhere it would do nothing,
+        # and a user who set it expects Java MapMessage interop they would not get.
+        raise ConfigurationError(
+            f"URL option activemq_map_transformation is for activemq:// URLs only, not {scheme}://"
+        )
     if tls_values and not ssl:
         raise ConfigurationError(
             f"TLS options {sorted(tls_values)} given for a plain connection; use {scheme}+ssl://"

@@ -35,6 +35,16 @@ DEFAULT_HOMES: Final = ("/usr/share/activemq", "/opt/activemq", "/opt/apache-act
 #: clients connect and disconnect often; it also frees sockets promptly when tests restart brokers).
 DEFAULT_STOMP_OPTIONS: Final[Mapping[str, str]] = {"transport.closeAsync": "false"}
 
+#: Where ``xstream=True`` looks for XStream and what it needs (Debian: libxstream-java, libjettison-java,
+#: libxpp3-java), each as alternatives in order of preference. ActiveMQ's STOMP ``JmsFrameTranslator``
+#: (MapMessages for jmslike's ``activemq_map_transformation``) needs them; Debian's broker lacks them.
+XSTREAM_JAR_DIR: Final = Path("/usr/share/java")
+XSTREAM_JARS: Final[tuple[tuple[str, ...], ...]] = (
+    ("xstream.jar",),
+    ("jettison.jar",),
+    ("xpp3-min.jar", "xpp3.jar"),
+)
+
 
 @dataclass(frozen=True)
 class TransportConnector:
@@ -242,6 +252,25 @@ def find_java(explicit: str | None = None) -> str:
     return found
 
 
+def find_xstream_jars(jar_dir: Path = XSTREAM_JAR_DIR) -> list[Path]:
+    """The jars ``xstream=True`` adds to the broker classpath, or BrokerNotInstalledError saying which
+    are missing (so tests that need them skip with the reason)."""
+    found: list[Path] = []
+    missing: list[str] = []
+    for alternatives in XSTREAM_JARS:
+        present = [jar_dir / name for name in alternatives if (jar_dir / name).is_file()]
+        if present:
+            found.append(present[0])
+        else:
+            missing.append(" or ".join(alternatives))
+    if missing:
+        raise BrokerNotInstalledError(
+            f"activemq: xstream=True needs {', '.join(missing)} in {jar_dir} "
+            "(apt-get install libxstream-java libjettison-java libxpp3-java)"
+        )
+    return found
+
+
 def activemq_command(
     *, java: str, home: Path, base_dir: Path, heap_mb: int, jvm_args: Sequence[str] = ()
 ) -> list[str]:
@@ -277,6 +306,11 @@ class ActiveMQBroker(LocalBroker):
     ``config_options`` are extra :class:`ActiveMQConfig` fields (``persist_jms_redelivered=True``,
     ``users=(...)``, ``plugins_xml=...``); ``port`` and ``data_dir`` default to a free port and a
     temp dir, both kept across restarts.
+
+    ``xstream=True`` puts XStream, Jettison and XPP3 from :data:`XSTREAM_JAR_DIR` on the broker classpath
+    (``-Dactivemq.classpath``, so do not pass that property in ``jvm_args`` as well): needed for STOMP
+    clients that ask for a ``transformation`` (jmslike's ``activemq_map_transformation``), which a broker
+    without XStream answers by dropping the connection. Missing jars raise BrokerNotInstalledError at start.
     """
 
     start_timeout_s = 60.0
@@ -290,6 +324,7 @@ class ActiveMQBroker(LocalBroker):
         java: str | None = None,
         heap_mb: int = 512,
         jvm_args: Sequence[str] = (),
+        xstream: bool = False,
         user: str | None = None,
         password: str | None = None,
         start_timeout_s: float | None = None,
@@ -318,6 +353,8 @@ class ActiveMQBroker(LocalBroker):
         self._java_arg = java
         self.heap_mb = heap_mb
         self.jvm_args = tuple(jvm_args)
+        self.xstream = xstream
+        self._xstream_jars: list[Path] = []
         self.config = ActiveMQConfig(
             stomp_port=self.port,
             data_dir=str(self.base_dir / "data"),
@@ -327,6 +364,7 @@ class ActiveMQBroker(LocalBroker):
     def _check_installation(self) -> None:
         self._home = find_activemq_home(self._home_arg)
         self._java = find_java(self._java_arg)
+        self._xstream_jars = find_xstream_jars() if self.xstream else []
 
     def _ports(self) -> dict[str, int]:
         ports = {"stomp": self.port}
@@ -350,10 +388,16 @@ class ActiveMQBroker(LocalBroker):
             home=self._home,
             base_dir=self.base_dir,
             heap_mb=self.heap_mb,
-            jvm_args=self.jvm_args,
+            jvm_args=self._jvm_args(),
         )
         env = {k: v for k, v in os.environ.items() if not k.startswith("ACTIVEMQ_")}
         return argv, env, None
+
+    def _jvm_args(self) -> tuple[str, ...]:
+        if not self._xstream_jars:
+            return self.jvm_args
+        classpath = os.pathsep.join(str(jar) for jar in self._xstream_jars)
+        return (f"-Dactivemq.classpath={classpath}", *self.jvm_args)
 
     def _console_log(self) -> Path:
         return self.base_dir / "data" / "activemq.log"

@@ -7,6 +7,10 @@ conftest) talks to it. Findings are written up in ``docs/interop.md``.
 
 Where jmslike does not interoperate yet the test is ``xfail(strict=True)`` with the reason, so it fails
 loudly once the gap is closed.
+
+The broker has XStream on its classpath (``xstream=True``) so the MapMessage tests can opt in with the URL
+option ``activemq_map_transformation=true``; every other test uses jmslike's defaults, which must behave
+exactly as on a broker without XStream (the rest of the integration suite runs on such a broker).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import math
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,17 +36,21 @@ from jmslike import (
     MessageFormatException,
     Queue,
     Session,
+    StreamMessage,
     TemporaryQueue,
     TextMessage,
 )
 from jmslike.conformance.brokers import BrokerHandle, BrokerNotInstalledError, launch
-from jmslike.conformance.brokers.activemq import TransportConnector
+from jmslike.conformance.brokers.activemq import TransportConnector, find_xstream_jars
 from jmslike.conformance.brokers.ports import LOOPBACK, free_port
+from jmslike.properties import to_float32
 
 RECEIVE_MS = 10_000
 #: How long a receive waits for something that must NOT arrive.
 ABSENT_MS = 1_000
 INTEROP_DIR = Path(__file__).resolve().parents[1] / "interop"
+#: The URL option that turns on MapMessage interop through ActiveMQ's XStream transformation.
+MAP_OPTION = "activemq_map_transformation"
 
 pytestmark = pytest.mark.java
 
@@ -77,8 +86,10 @@ def java_classpath(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="module")
 def openwire_broker(
     request: pytest.FixtureRequest, java_classpath: str
-) -> Iterator[tuple[BrokerHandle, str]]:
-    """A private ActiveMQ with its STOMP connector and an OpenWire one, and the OpenWire URL."""
+) -> Iterator[tuple[BrokerHandle, str, str | None]]:
+    """A private ActiveMQ with its STOMP connector and an OpenWire one: the handle, the OpenWire URL, and
+    why MapMessage interop cannot be tested (None when XStream is on the broker classpath, as it is
+    whenever Debian's libxstream-java, libjettison-java and libxpp3-java are installed)."""
     kinds = [k.strip() for k in str(request.config.getoption("jmslike_brokers")).split(",")]
     if "activemq" not in kinds:
         pytest.skip("Java interop runs on ActiveMQ only; add activemq to --broker")
@@ -88,21 +99,32 @@ def openwire_broker(
             f"Java interop needs an OpenWire connector, which only the process launcher adds "
             f"(ActiveMQConfig.extra_connectors); --broker-launcher is {launcher}"
         )
+    try:
+        find_xstream_jars()
+        no_xstream: str | None = None
+    except BrokerNotInstalledError as error:
+        no_xstream = error.reason
     openwire_url = f"tcp://{LOOPBACK}:{free_port()}"
     try:
-        handle = launch("activemq", extra_connectors=(TransportConnector("openwire", openwire_url),))
+        handle = launch(
+            "activemq",
+            xstream=no_xstream is None,
+            extra_connectors=(TransportConnector("openwire", openwire_url),),
+        )
     except BrokerNotInstalledError as error:
         pytest.skip(error.reason)
     try:
-        yield handle, openwire_url
+        yield handle, openwire_url, no_xstream
     finally:
         handle.close()
 
 
 @pytest.fixture
-def broker(openwire_broker: tuple[BrokerHandle, str], request: pytest.FixtureRequest) -> BrokerHandle:
+def broker(
+    openwire_broker: tuple[BrokerHandle, str, str | None], request: pytest.FixtureRequest
+) -> BrokerHandle:
     """Overrides the plugin's shared broker: conftest's ``connect`` then uses the OpenWire-enabled one."""
-    handle, _ = openwire_broker
+    handle = openwire_broker[0]
     if not handle.is_running():
         handle.start()
     # Have the plugin attach this broker's log tail to failure reports, as it does for its own brokers
@@ -114,9 +136,19 @@ def broker(openwire_broker: tuple[BrokerHandle, str], request: pytest.FixtureReq
 
 
 @pytest.fixture
-def java(java_classpath: str, openwire_broker: tuple[BrokerHandle, str]) -> Any:
+def java(java_classpath: str, openwire_broker: tuple[BrokerHandle, str, str | None]) -> Any:
     """The Java JMS peer (``java_peer.JavaPeer``) bound to this module's broker."""
     return java_peer.JavaPeer(java_classpath, openwire_broker[1])
+
+
+@pytest.fixture
+def map_session(
+    connect: Callable[..., Connection], openwire_broker: tuple[BrokerHandle, str, str | None]
+) -> Session:
+    """A session whose connection opted in to Java MapMessage interop (``activemq_map_transformation``)."""
+    if openwire_broker[2] is not None:
+        pytest.skip(openwire_broker[2])
+    return connect(url_options=f"{MAP_OPTION}=true").createSession(False, Session.AUTO_ACKNOWLEDGE)
 
 
 @pytest.fixture
@@ -232,8 +264,8 @@ JAVA_MAP = {
 def test_java_map_message_headers_and_properties_arrive(
     java: Any, session: Session, unique_name: str
 ) -> None:
-    """What is true today: the message, its headers and properties arrive; the map body does not
-    (ActiveMQ's default STOMP translator sends no body for a MapMessage; see the xfail below)."""
+    """Without the map option the message, its headers and properties arrive; the map body does not
+    (ActiveMQ's default STOMP translator sends no body for a MapMessage), and nothing else breaks."""
     sent = java.send(
         unique_name,
         {"type": "map", "map": JAVA_MAP, "properties": {"kind": ["String", "map"]}, "correlationId": "m-1"},
@@ -246,22 +278,66 @@ def test_java_map_message_headers_and_properties_arrive(
     assert got.getStringProperty("kind") == "map"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jmslike's ActiveMQ adapter does not subscribe with `transformation: jms-json` (and the Debian broker "
-    "lacks XStream/Jettison on its classpath), so ActiveMQ's LegacyFrameTranslator sends a Java MapMessage as a "
-    "frame with no body and no content-length: jmslike delivers an empty TextMessage and the map is lost",
-)
-def test_java_map_message_arrives_as_map_message(java: Any, session: Session, unique_name: str) -> None:
-    java.send(unique_name, {"type": "map", "map": JAVA_MAP})
-    got = session.createConsumer(session.createQueue(unique_name)).receive(RECEIVE_MS)
+JAVA_TYPED_MAP = {
+    **JAVA_MAP,
+    "big": ["long", 2**60 + 1],
+    "small": ["short", -300],
+    "tiny": ["byte", -5],
+    "single": ["float", 0.1],
+    "huge": ["double", 1e300],
+    "letter": ["char", "é"],
+    "numeric": ["String", "42"],
+    "text": ["String", 'a "quoted" ✓\\ line\nbreak'],
+    "nan": ["double", "NaN"],
+}
+
+
+def test_java_map_message_arrives_as_map_message(java: Any, map_session: Session, unique_name: str) -> None:
+    sent = java.send(
+        unique_name, {"type": "map", "map": JAVA_TYPED_MAP, "properties": {"kind": ["String", "map"]}}
+    )
+    got = map_session.createConsumer(map_session.createQueue(unique_name)).receive(RECEIVE_MS)
 
     assert isinstance(got, MapMessage)
-    assert got.getInt("count") == 3
-    assert got.getString("name") == "x"
+    assert got.getJMSMessageID() == sent["messageId"]
+    assert got.getStringProperty("kind") == "map"
+    assert "transformation" not in got.getPropertyNames()
+    assert sorted(got.getMapNames()) == sorted(JAVA_TYPED_MAP)
+    # Each value keeps its Java type, so getObject and the conversion table behave as in Java.
+    assert got.getObject("count") == 3 and got.getShort("tiny") == -5
+    with pytest.raises(MessageFormatException):
+        got.getInt("big")  # a long does not narrow
+    assert got.getLong("big") == 2**60 + 1
+    assert got.getShort("small") == -300
+    assert got.getByte("tiny") == -5
+    assert got.getFloat("single") == to_float32(0.1)
+    assert got.getDouble("single") == to_float32(0.1)
+    assert got.getDouble("huge") == 1e300
     assert got.getDouble("ratio") == 0.5
+    assert got.getChar("letter") == "é"
     assert got.getBoolean("on") is True
+    assert got.getString("name") == "x"
+    assert got.getString("numeric") == "42"
+    assert got.getString("text") == 'a "quoted" ✓\\ line\nbreak'
+    assert math.isnan(got.getDouble("nan"))
     assert got.getBytes("raw") == b"\x00\x02"
+
+
+def test_java_text_and_bytes_are_unchanged_with_the_map_option(
+    java: Any, map_session: Session, unique_name: str
+) -> None:
+    """The option makes ActiveMQ mark text messages ``transformation: jms-json``; they stay text."""
+    payload = b"\x00\xff not utf-8"
+    java.send(unique_name, {"type": "text", "text": "grüße"})
+    java.send(unique_name, {"type": "bytes", "bytes": base64.b64encode(payload).decode()})
+    consumer = map_session.createConsumer(map_session.createQueue(unique_name))
+
+    text = consumer.receive(RECEIVE_MS)
+    data = consumer.receive(RECEIVE_MS)
+
+    assert isinstance(text, TextMessage) and text.getText() == "grüße"
+    assert "transformation" not in text.getPropertyNames()
+    assert isinstance(data, BytesMessage) and data.getBodyLength() == len(payload)
 
 
 # -- jmslike -> Java --------------------------------------------------------------------------------------
@@ -400,12 +476,12 @@ def test_java_selector_sees_jmslike_numbers_as_strings(java: Any, session: Sessi
     assert got["received"] is True and got["text"] == "x"
 
 
-def test_jmslike_map_message_reaches_java_as_bytes_today(
+def test_jmslike_map_message_reaches_java_as_bytes_without_the_option(
     java: Any, session: Session, unique_name: str
 ) -> None:
-    """What is true today: the ActiveMQ adapter sends every non-text body with ``amq-msg-type: bytes``, so a
-    Java peer gets a BytesMessage holding jmslike's JSON map encoding (``{name: [type, value]}``), with no
-    error on the jmslike side although the adapter declares ``map_messages=False``."""
+    """By default the ActiveMQ adapter sends every non-text body with ``amq-msg-type: bytes``, so a Java
+    peer gets a BytesMessage holding jmslike's JSON map encoding (``{name: [type, value]}``), with no error
+    on the jmslike side (the adapter declares ``map_messages=False``: interop is opt-in)."""
     message = session.createMapMessage()
     message.setInt("count", 3)
     message.setString("name", "x")
@@ -418,29 +494,97 @@ def test_jmslike_map_message_reaches_java_as_bytes_today(
     assert _props(got)["jmslike-type"] == ("String", "map")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jmslike's ActiveMQ adapter sends a MapMessage as `amq-msg-type: bytes` with its own JSON body; a Java "
-    "MapMessage needs SEND with `transformation: jms-map-json`, no content-length and XStream's JSON map format "
-    "(and XStream/Jettison on the broker classpath)",
-)
 def test_jmslike_map_message_arrives_in_java_as_map_message(
-    java: Any, session: Session, unique_name: str
+    java: Any, map_session: Session, unique_name: str
 ) -> None:
-    message = session.createMapMessage()
+    message = map_session.createMapMessage()
     message.setInt("count", 3)
     message.setString("name", "x")
     message.setDouble("ratio", 0.5)
-    session.createProducer(session.createQueue(unique_name)).send(message)
+    message.setLong("big", 2**60 + 1)
+    message.setShort("small", -300)
+    message.setByte("tiny", -5)
+    message.setFloat("single", 0.1)
+    message.setBoolean("on", True)
+    message.setChar("letter", "é")
+    message.setString("numeric", "1.50")
+    message.setString("empty", "")
+    message.setString("nothing", None)
+    message.setDouble("nan", math.nan)
+    message.setIntProperty("n", 1)
+    map_session.createProducer(map_session.createQueue(unique_name)).send(message)
 
-    got = java.receive(unique_name, RECEIVE_MS)
+    got = java.receive(unique_name, RECEIVE_MS, reads=("n:int",))
 
     assert got["class"] == "MapMessage"
     assert got["map"] == {
         "count": {"type": "Integer", "value": 3},
         "name": {"type": "String", "value": "x"},
         "ratio": {"type": "Double", "value": 0.5},
+        "big": {"type": "Long", "value": 2**60 + 1},
+        "small": {"type": "Short", "value": -300},
+        "tiny": {"type": "Byte", "value": -5},
+        "single": {"type": "Float", "value": 0.1},  # JmsPeer prints Float.toString: 0.1f is "0.1"
+        "on": {"type": "Boolean", "value": True},
+        "letter": {"type": "Character", "value": "é"},
+        "numeric": {"type": "String", "value": "1.50"},
+        "empty": {"type": "String", "value": ""},
+        "nothing": {"type": "null", "value": None},
+        "nan": {"type": "Double", "value": "NaN"},
     }
+    assert got["reads"]["n:int"] == {"type": "Integer", "value": 1}
+    assert _props(got)["transformation"] == ("String", "jms-map-json")
+
+
+def test_jmslike_map_with_byte_array_is_refused_with_the_map_option(
+    java: Any, map_session: Session, unique_name: str
+) -> None:
+    """ActiveMQ's XStream refuses byte[] map values and would deliver a TextMessage instead; jmslike
+    raises before sending."""
+    message = map_session.createMapMessage()
+    message.setBytes("raw", b"\x01")
+    with pytest.raises(MessageFormatException, match="byte"):
+        map_session.createProducer(map_session.createQueue(unique_name)).send(message)
+    assert java.receive(unique_name, ABSENT_MS)["received"] is False
+
+
+def test_jmslike_peers_with_the_map_option_exchange_every_body(
+    map_session: Session, unique_name: str
+) -> None:
+    """Sender and receiver both opted in: maps travel as Java MapMessages, other bodies as before."""
+    queue = map_session.createQueue(unique_name)
+    producer = map_session.createProducer(queue)
+    consumer = map_session.createConsumer(queue)
+    sent_map = map_session.createMapMessage()
+    sent_map.setInt("count", 3)
+    sent_map.setLong("big", 2**60 + 1)
+    sent_map.setFloat("single", 0.1)
+    sent_map.setChar("letter", "é")
+    # Not NUL or characters beyond U+FFFF: the broker's XStream output turns each into U+FFFD pairs.
+    sent_map.setString("text", 'quotes " and ✓ survive')
+    sent_map.setString("nothing", None)
+    sent_map.setIntProperty("n", 7)
+    producer.send(sent_map)
+    producer.send(map_session.createTextMessage("text with \x00 NUL"))
+    stream = map_session.createStreamMessage()
+    stream.writeInt(5)
+    producer.send(stream)
+
+    got_map = consumer.receive(RECEIVE_MS)
+    got_text = consumer.receive(RECEIVE_MS)
+    got_stream = consumer.receive(RECEIVE_MS)
+
+    assert isinstance(got_map, MapMessage)
+    assert got_map.getJMSMessageID() == sent_map.getJMSMessageID()
+    assert got_map.getObject("count") == 3
+    assert got_map.getLong("big") == 2**60 + 1
+    assert got_map.getFloat("single") == to_float32(0.1)
+    assert got_map.getChar("letter") == "é"
+    assert got_map.getString("text") == 'quotes " and ✓ survive'
+    assert got_map.itemExists("nothing") and got_map.getObject("nothing") is None
+    assert got_map.getObjectProperty("n") == 7
+    assert isinstance(got_text, TextMessage) and got_text.getText() == "text with \x00 NUL"
+    assert isinstance(got_stream, StreamMessage) and got_stream.readInt() == 5
 
 
 # -- request/reply and message IDs -------------------------------------------------------------------------

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
+from jmslike.adapters import activemq_map
 from jmslike.adapters.activemq import ActiveMQAdapter
 from jmslike.adapters.dialect import ID_HEADER, TYPE_HEADER
+from jmslike.body_codec import decode_body, encode_body
+from jmslike.config import ConfigurationError, parse_url
 from jmslike.constants import DeliveryMode
 from jmslike.contract import Frame, OutgoingMessage, SubscriptionSpec
 from jmslike.destinations import Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -13,7 +18,11 @@ from jmslike.exceptions import (
     InvalidDestinationException,
     JMSException,
     JMSSecurityException,
+    MessageFormatException,
 )
+from jmslike.messages import MapMessage
+from jmslike.properties import TypedValue
+from jmslike.serializers import SerializerRegistry
 
 adapter = ActiveMQAdapter()
 
@@ -178,3 +187,88 @@ def test_error_classification() -> None:
     assert adapter.error_for("No durable subscription exists for clientID: c", unsubscribe) is (
         InvalidDestinationException
     )
+
+
+# -- opt-in Java MapMessage interop (URL option activemq_map_transformation) ------------------------------
+
+
+def _map_adapter(url: str = "activemq://h:61613?activemq_map_transformation=true") -> ActiveMQAdapter:
+    fresh = ActiveMQAdapter()
+    fresh.connect_headers(parse_url(url), None)
+    return fresh
+
+
+def _map_body(**fields: object) -> bytes:
+    _, body, _ = encode_body(MapMessage(fields))
+    return body
+
+
+def test_without_the_option_nothing_asks_for_a_transformation() -> None:
+    """A broker without XStream drops the connection on any delivery to a transforming subscription."""
+    plain = _map_adapter("activemq://h:61613")
+    assert "transformation" not in plain.subscribe_headers(SubscriptionSpec("s1", Queue("q")))
+    frame = plain.send_frame(outgoing(type_tag="map", body=_map_body(count=3)), None)
+    assert frame.headers["amq-msg-type"] == "bytes" and "transformation" not in frame.headers
+    assert frame.content_length
+
+
+def test_with_the_option_subscriptions_ask_for_jms_json() -> None:
+    assert (
+        _map_adapter().subscribe_headers(SubscriptionSpec("s1", Queue("q")))["transformation"] == "jms-json"
+    )
+
+
+def test_with_the_option_maps_are_sent_as_xstream_json_without_content_length() -> None:
+    frame = _map_adapter().send_frame(outgoing(type_tag="map", body=_map_body(count=3, name="x")), None)
+    assert frame.headers["transformation"] == "jms-map-json"
+    assert "amq-msg-type" not in frame.headers
+    assert not frame.content_length
+    assert activemq_map.decode(frame.body) == {
+        "count": TypedValue("int", 3),
+        "name": TypedValue("String", "x"),
+    }
+    # Other bodies are untouched by the option.
+    text = _map_adapter().send_frame(outgoing(), None)
+    assert text.headers["amq-msg-type"] == "text" and "transformation" not in text.headers
+
+
+def test_with_the_option_byte_array_map_fields_are_refused_before_sending() -> None:
+    with pytest.raises(MessageFormatException, match="byte"):
+        _map_adapter().send_frame(outgoing(type_tag="map", body=_map_body(raw=b"\x01")), None)
+
+
+def test_jms_map_json_message_becomes_a_map_even_when_jmslike_sent_it() -> None:
+    headers = {
+        "destination": "/queue/q",
+        "message-id": "ID:1",
+        "subscription": "s1",
+        "transformation": "jms-map-json",
+        TYPE_HEADER: "map",
+    }
+    body = b'{"map":{"entry":[{"string":"count","int":3},{"string":["name","x"]}]}}'
+    incoming = _map_adapter().decode_message(Frame("MESSAGE", headers, body))
+    assert incoming.type_tag == "map"
+    assert "transformation" not in incoming.property_headers
+    message = decode_body(incoming.type_tag, incoming.body, incoming.headers, SerializerRegistry())
+    assert isinstance(message, MapMessage)
+    assert message.getInt("count") == 3 and message.getString("name") == "x"
+
+
+def test_malformed_jms_map_json_is_delivered_as_bytes() -> None:
+    headers = {"destination": "/queue/q", "message-id": "ID:1", "transformation": "jms-map-json"}
+    incoming = _map_adapter().decode_message(Frame("MESSAGE", headers, b"{broken"))
+    assert incoming.type_tag == "bytes" and incoming.body == b"{broken"
+
+
+def test_java_text_marked_jms_json_is_still_text() -> None:
+    headers = {"destination": "/queue/q", "message-id": "ID:1", "transformation": "jms-json"}
+    assert _map_adapter().decode_message(Frame("MESSAGE", headers, b"hello")).type_tag == "text"
+
+
+def test_the_option_is_for_activemq_urls_only() -> None:
+    assert parse_url("activemq://h:1?activemq_map_transformation=yes").activemq_map_transformation
+    assert not parse_url("activemq://h:1").activemq_map_transformation
+    with pytest.raises(ConfigurationError, match="activemq:// URLs only"):
+        parse_url("rabbitmq://h:1?activemq_map_transformation=true")
+    with pytest.raises(ConfigurationError, match="invalid"):
+        parse_url("activemq://h:1?activemq_map_transformation=maybe")
