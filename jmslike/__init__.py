@@ -12,6 +12,22 @@ Everything an application needs is importable from here, under JMS's own names::
 
 from __future__ import annotations
 
+from pathlib import Path as _Path
+
+
+def _map_source_checkout() -> None:
+    """In a source checkout, let jmslike.adapters / .conformance / .spark_sink resolve to the sibling folders,
+    as the installed distribution maps them (pyproject package-dir). Without this, running
+    ``python -m jmslike...`` from the repository root breaks: "-m" puts the cwd first on sys.path, so the
+    source folder jmslike/, which does not contain those folders, shadows the installed package. An
+    installed jmslike has no pyproject.toml beside it, so nothing changes there."""
+    root = _Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "adapters" / "__init__.py").is_file():
+        __path__.append(str(root))  # noqa: F405 - a package module always has __path__
+
+
+_map_source_checkout()
+
 from jmslike.connection import Connection, ConnectionFactory, ConnectionMetaData
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import MessageConsumer, QueueBrowser, TopicSubscriber

@@ -46,6 +46,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.C
             "--report",
             str(report),
         ],
+        cwd=report.parent,  # outside the source tree, whose jmslike/ folder would shadow the installed one
         capture_output=True,
         text=True,
         timeout=840,

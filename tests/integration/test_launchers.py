@@ -384,7 +384,9 @@ def test_nothing_left_running_after_signal(
         )
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "-q", "--broker", broker_kind]
         argv += ["-o", "timeout=0", str(tmp_path / "test_waits.py")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    # cwd outside the source tree: "python -m"/"-c" put the cwd first on sys.path, and the source folder
+    # jmslike/ (without the folders mapped into it) would shadow the installed package.
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     try:
         reader = LineReader(proc)
         ready = reader.wait_for(r"ready: \w+://127\.0\.0\.1:(\d+)", timeout_s=90)

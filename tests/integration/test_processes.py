@@ -11,6 +11,7 @@ import sys
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,7 +44,9 @@ HOLDER = textwrap.dedent(
 
 
 @pytest.fixture
-def holder(url: str, broker: Any, unique_name: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def holder(
+    url: str, broker: Any, unique_name: str, tmp_path: Path
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """A child process holding client ID ``holder-...`` with durable subscription "held"."""
     client_id = f"holder-{uuid.uuid4().hex[:8]}"
     process = subprocess.Popen(
@@ -52,6 +55,7 @@ def holder(url: str, broker: Any, unique_name: str) -> Iterator[tuple[subprocess
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        cwd=tmp_path,  # "python -c" puts the cwd first on sys.path: keep the source tree out of it
     )
     try:
         assert process.stdout is not None
