@@ -461,6 +461,34 @@ def decode_modified_utf8(data: bytes) -> str:
 class _StreamedMessage(Message):
     """Bytes and Stream messages: write-only until reset() or receipt, then read-only from the start."""
 
+    # The typed writes of the JMS API, the same for both streamed kinds; each kind stores in _write_as.
+    def _write_as(self, jms_type: JmsType, value: object) -> None:
+        raise NotImplementedError
+
+    def writeBoolean(self, value: bool) -> None:
+        self._write_as("boolean", value)
+
+    def writeByte(self, value: int) -> None:
+        self._write_as("byte", value)
+
+    def writeShort(self, value: int) -> None:
+        self._write_as("short", value)
+
+    def writeChar(self, value: str) -> None:
+        self._write_as("char", value)
+
+    def writeInt(self, value: int) -> None:
+        self._write_as("int", value)
+
+    def writeLong(self, value: int) -> None:
+        self._write_as("long", value)
+
+    def writeFloat(self, value: float) -> None:
+        self._write_as("float", value)
+
+    def writeDouble(self, value: float) -> None:
+        self._write_as("double", value)
+
     def _check_body_writable(self) -> None:
         if self._body_read_only:
             raise MessageNotWriteableException(
@@ -545,30 +573,6 @@ class BytesMessage(_StreamedMessage):
     def _write_as(self, jms_type: JmsType, value: object) -> None:
         self._check_body_writable()
         self._write(TypedValue.of(jms_type, value, f"the {jms_type} to write"))
-
-    def writeBoolean(self, value: bool) -> None:
-        self._write_as("boolean", value)
-
-    def writeByte(self, value: int) -> None:
-        self._write_as("byte", value)
-
-    def writeShort(self, value: int) -> None:
-        self._write_as("short", value)
-
-    def writeChar(self, value: str) -> None:
-        self._write_as("char", value)
-
-    def writeInt(self, value: int) -> None:
-        self._write_as("int", value)
-
-    def writeLong(self, value: int) -> None:
-        self._write_as("long", value)
-
-    def writeFloat(self, value: float) -> None:
-        self._write_as("float", value)
-
-    def writeDouble(self, value: float) -> None:
-        self._write_as("double", value)
 
     def writeUTF(self, value: str) -> None:
         """A 2-byte length and the text in Java modified UTF-8 (at most 65535 encoded bytes)."""
@@ -703,30 +707,6 @@ class StreamMessage(_StreamedMessage):
     def _write_as(self, jms_type: JmsType, value: object) -> None:
         self._check_body_writable()
         self._append(TypedValue.of(jms_type, value, f"the {jms_type} to write"))
-
-    def writeBoolean(self, value: bool) -> None:
-        self._write_as("boolean", value)
-
-    def writeByte(self, value: int) -> None:
-        self._write_as("byte", value)
-
-    def writeShort(self, value: int) -> None:
-        self._write_as("short", value)
-
-    def writeChar(self, value: str) -> None:
-        self._write_as("char", value)
-
-    def writeInt(self, value: int) -> None:
-        self._write_as("int", value)
-
-    def writeLong(self, value: int) -> None:
-        self._write_as("long", value)
-
-    def writeFloat(self, value: float) -> None:
-        self._write_as("float", value)
-
-    def writeDouble(self, value: float) -> None:
-        self._write_as("double", value)
 
     def writeString(self, value: str | None) -> None:
         self._check_body_writable()

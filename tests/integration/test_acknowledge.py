@@ -6,7 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
-from jmslike import Connection, IllegalStateException, Message, Session, TextMessage
+from jmslike import Connection, IllegalStateException, Message, Session
+from jmslike.conformance.suite.helpers import drain, text_of
 
 RECEIVE_MS = 5000
 
@@ -17,21 +18,6 @@ def send_texts(connection: Connection, queue_name: str, texts: list[str]) -> Non
     for text in texts:
         producer.send(session.createTextMessage(text))
     session.close()
-
-
-def text_of(message: Message | None) -> str:
-    assert isinstance(message, TextMessage), f"expected a TextMessage, got {message!r}"
-    return message.getText() or ""
-
-
-def drain(connection: Connection, queue_name: str, wait_ms: int = 500) -> list[Message]:
-    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
-    consumer = session.createConsumer(session.createQueue(queue_name))
-    got = []
-    while (message := consumer.receive(wait_ms)) is not None:
-        got.append(message)
-    session.close()
-    return got
 
 
 def test_auto_ack_consumes_for_good(connect: Callable[..., Connection], unique_name: str) -> None:

@@ -27,11 +27,10 @@ from jmslike import (
     InvalidClientIDException,
     InvalidDestinationException,
     JMSException,
-    Message,
     Session,
-    TextMessage,
 )
 from jmslike.conformance.brokers import BrokerHandle, BrokerStartError, LauncherUnavailableError
+from jmslike.conformance.suite.helpers import text_of
 
 RECEIVE_MS = 5000
 QUIET_MS = 500
@@ -53,11 +52,6 @@ def broker(request: pytest.FixtureRequest, jmslike_broker_pool: Any) -> BrokerHa
     except BrokerStartError as exc:
         pytest.skip(f"no Artemis broker reachable: {exc.reason}")
     return handle
-
-
-def text_of(message: Message | None) -> str:
-    assert isinstance(message, TextMessage), f"expected a TextMessage, got {message!r}"
-    return message.getText() or ""
 
 
 def client_id() -> str:

@@ -18,17 +18,11 @@ from jmslike import (
     InvalidClientIDException,
     InvalidDestinationException,
     JMSException,
-    Message,
     Session,
-    TextMessage,
 )
+from jmslike.conformance.suite.helpers import text_of
 
 RECEIVE_MS = 5000
-
-
-def text_of(message: Message | None) -> str:
-    assert isinstance(message, TextMessage), f"expected a TextMessage, got {message!r}"
-    return message.getText() or ""
 
 
 def publish(

@@ -11,6 +11,7 @@ import contextlib
 import threading
 import uuid
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -22,15 +23,19 @@ from jmslike import (
     ConnectionLostException,
     DeliveryMode,
     JMSException,
-    Message,
     Session,
-    TextMessage,
     TransactionRolledBackException,
 )
+from jmslike.conformance.suite.helpers import drain as drain_quietly
+from jmslike.conformance.suite.helpers import text_of
 
 pytestmark = [pytest.mark.restart, pytest.mark.slow]
 MODES = ["graceful", "kill"]
 RECEIVE_MS = 5000
+
+
+# A restarted broker may take a moment to hand out its backlog: a longer quiet period than usual.
+drain = partial(drain_quietly, wait_ms=1000)
 
 
 def durability(broker: Any, mode: str) -> contextlib.AbstractContextManager[None]:
@@ -38,26 +43,11 @@ def durability(broker: Any, mode: str) -> contextlib.AbstractContextManager[None
     return expected("kill-durability", broker.kind) if mode == "kill" else contextlib.nullcontext()
 
 
-def text_of(message: Message | None) -> str:
-    assert isinstance(message, TextMessage), f"expected a TextMessage, got {message!r}"
-    return message.getText() or ""
-
-
 def send(connection: Connection, queue: str, text: str, mode: int) -> None:
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     producer = session.createProducer(session.createQueue(queue))
     producer.send(session.createTextMessage(text), mode, 4, 0)
     session.close()
-
-
-def drain(connection: Connection, queue: str, wait_ms: int = 1000) -> list[Message]:
-    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
-    consumer = session.createConsumer(session.createQueue(queue))
-    got = []
-    while (message := consumer.receive(wait_ms)) is not None:
-        got.append(message)
-    session.close()
-    return got
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -6,24 +6,10 @@ from collections.abc import Callable
 
 import pytest
 
-from jmslike import Connection, IllegalStateException, Message, Session, TextMessage
+from jmslike import Connection, IllegalStateException, Session
+from jmslike.conformance.suite.helpers import drain_texts, text_of
 
 RECEIVE_MS = 5000
-
-
-def text_of(message: Message | None) -> str:
-    assert isinstance(message, TextMessage), f"expected a TextMessage, got {message!r}"
-    return message.getText() or ""
-
-
-def drain_texts(connection: Connection, queue_name: str, wait_ms: int = 500) -> list[str]:
-    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
-    consumer = session.createConsumer(session.createQueue(queue_name))
-    texts = []
-    while (message := consumer.receive(wait_ms)) is not None:
-        texts.append(text_of(message))
-    session.close()
-    return texts
 
 
 def test_sends_appear_only_on_commit(connect: Callable[..., Connection], unique_name: str) -> None:
