@@ -37,7 +37,6 @@ class TLSOptions:
     cert_file: str | None = None
     key_file: str | None = None
     key_password: str | None = field(default=None, repr=False)
-    check_hostname: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,7 +58,6 @@ class ConnectionConfig:
     reconnect_attempts: int = 10
     reconnect_delay_ms: int = 200
     reconnect_max_delay_ms: int = 5_000
-    max_frame_bytes: int = 64 * 1024 * 1024
     management_url: str | None = None
     activemq_map_transformation: bool = False
 
@@ -106,7 +104,6 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "reconnect_attempts": ("reconnect_attempts", _positive_int, "attempts before giving up"),
     "reconnect_delay_ms": ("reconnect_delay_ms", _positive_int, "first back-off delay (doubles)"),
     "reconnect_max_delay_ms": ("reconnect_max_delay_ms", _positive_int, "back-off ceiling"),
-    "max_frame_bytes": ("max_frame_bytes", _positive_int, "largest frame accepted from the broker"),
     "vhost": ("vhost", str, "STOMP host header (RabbitMQ virtual host)"),
     "management_url": ("management_url", str, "RabbitMQ management API (default http://HOST:15672)"),
     "activemq_map_transformation": (
@@ -117,9 +114,8 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
     "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),
     "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),
-    "ssl_check_hostname": ("check_hostname", _bool, "verify the broker's host name (TLS)"),
 }
-_TLS_FIELDS = {"ca_file", "cert_file", "key_file", "check_hostname"}
+_TLS_FIELDS = {"ca_file", "cert_file", "key_file"}
 
 
 def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> ConnectionConfig:
