@@ -865,7 +865,7 @@ class ArtemisAdapter(StompDialect):
                 ) from exc
             raise
 
-    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: Callable[[], list[IncomingMessage]]) -> None:
         # UNSUBSCRIBE closes the core consumer, which hands its unacknowledged deliveries (``held``) back to
         # the queue by itself: nothing to add here.
         try:

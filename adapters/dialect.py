@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from jmslike.config import ConnectionConfig
 from jmslike.constants import DeliveryMode
@@ -152,7 +152,7 @@ class StompDialect:
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
         wire.request(Frame("SUBSCRIBE", self.subscribe_headers(spec)))
 
-    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: Callable[[], list[IncomingMessage]]) -> None:
         """Default: UNSUBSCRIBE, and the broker takes back what the subscription held unacknowledged."""
         wire.request(Frame("UNSUBSCRIBE", {"id": spec.sub_id}))
 

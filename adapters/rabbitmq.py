@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Capabilities, Frame, IncomingMessage, OutgoingMessage, SubscriptionSpec, Wire
@@ -219,21 +219,23 @@ class RabbitMQAdapter(StompDialect):
         for queue in queues:
             management.delete_queue(self._vhost, queue)
 
-    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: Callable[[], list[IncomingMessage]]) -> None:
         """Give held messages back, then cancel. A plain NACK would requeue each message straight back to
         this still-open subscription, and after UNSUBSCRIBE the plugin refuses any ACK/NACK for it
         ("Subscription not found"), leaving them stuck until the connection closes. NACKs inside a STOMP
         transaction are resolved when they arrive but applied at COMMIT, after the cancel: then they
         requeue (flagged redelivered) to other consumers."""
-        if not held:
-            super().detach(wire, spec, held)
-            return
         transaction = f"jmslike-release-{spec.sub_id}"
+        # BEGIN's receipt is also a barrier: deliveries the broker sent before answering it have arrived
+        # by then, so they are collected too. Any still in flight when UNSUBSCRIBE lands stay with the
+        # connection until it closes (the plugin refuses NACK after UNSUBSCRIBE): a documented deviation.
         wire.request(Frame("BEGIN", {"transaction": transaction}))
-        for incoming in held:
-            wire.post(Frame("NACK", {"id": incoming.ack_id, "transaction": transaction}))
-        super().detach(wire, spec, held)
-        wire.request(Frame("COMMIT", {"transaction": transaction}))
+        try:
+            for incoming in held():
+                wire.post(Frame("NACK", {"id": incoming.ack_id, "transaction": transaction}))
+            super().detach(wire, spec, held)
+        finally:
+            wire.request(Frame("COMMIT", {"transaction": transaction}))
 
     # -- messages -------------------------------------------------------------------------------------
 

@@ -150,6 +150,7 @@ class Connection:
         self._events: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._event_thread: threading.Thread | None = None
         self._generation = 0
+        self._supervising = False
         self._server = ""
         self.wire: StompWire = self._open_wire(None)
         self._ready.set()
@@ -242,6 +243,11 @@ class Connection:
 
     def stop(self) -> None:
         """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4)."""
+        if any(threading.current_thread() is session._dispatcher for session in self._sessions):
+            raise IllegalStateException(
+                "stop() may not be called from a message listener of this connection (it would wait for "
+                "itself); call it from another thread"
+            )
         with self._lock:
             self._check_open()
             self._lock_client_id()
@@ -415,6 +421,10 @@ class Connection:
         for session in list(self._sessions):
             session._on_connection_lost()
         if self._config.reconnect:
+            with self._lock:
+                if self._supervising:
+                    return  # the running supervisor's attempt fails and it tries again
+                self._supervising = True
             threading.Thread(
                 target=self._supervise, args=(error,), name="jmslike-reconnect", daemon=True
             ).start()
@@ -422,18 +432,32 @@ class Connection:
             self.report(error)
 
     def _supervise(self, error: ConnectionLostException) -> None:
-        """Reconnect with bounded exponential back-off; re-subscribe; or give up and report."""
+        """The one reconnect supervisor (see _on_lost): bounded exponential back-off, or give up."""
+        try:
+            self._reconnect(error)
+        finally:
+            with self._lock:
+                self._supervising = False
+
+    def _reconnect(self, error: ConnectionLostException) -> None:
         delay = self._config.reconnect_delay_ms / 1000
         for attempt in range(1, self._config.reconnect_attempts + 1):
             if self._closed:
                 return
+            wire: StompWire | None = None
             try:
                 wire = self._open_wire(self._client_id)
+                # Re-subscribe on the new wire before it becomes the connection's: no lock is held across
+                # receipts, and a failed attempt leaves no half-subscribed wire in use.
+                for consumer in list(self._consumers.values()):
+                    if not consumer._closed:
+                        self.adapter.subscribe(wire, consumer.spec)
                 with self._lock:
+                    if self._closed:  # closed meanwhile: this wire must not outlive the connection
+                        wire.close(timeout_s=1.0)
+                        return
                     self.wire = wire
                     self._generation += 1
-                    for consumer in list(self._consumers.values()):
-                        self.adapter.subscribe(wire, consumer.spec)
                 self._ready.set()
                 log.info("reconnected to %s after %d attempt(s)", self._config.describe(), attempt)
                 for session in list(self._sessions):
@@ -441,6 +465,10 @@ class Connection:
                 return
             except JMSException as exc:
                 log.info("reconnect attempt %d failed: %s", attempt, exc)
+                if wire is not None:
+                    wire.close(timeout_s=1.0)
+                    for session in list(self._sessions):
+                        session._on_connection_lost()  # what that wire delivered cannot be acked now
                 deadline = time.monotonic() + delay
                 while time.monotonic() < deadline and not self._closed:
                     threading.Event().wait(min(0.05, delay))

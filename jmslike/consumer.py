@@ -98,13 +98,14 @@ class MessageConsumer:
         # Stays routable until detached: what still arrives is handed back to the broker at detach.
         self._session._consumer_closed(self)
 
-    def detach(self, held: list[IncomingMessage]) -> None:
-        """Release the broker subscription; ``held`` (prefetched, unacknowledged) go back to the broker."""
+    def detach(self) -> None:
+        """Release the broker subscription; its prefetched and unacknowledged messages go back to the broker."""
         connection = self._session.connection
         if connection.wire.is_open:
             with contextlib.suppress(JMSException):  # a lost connection detaches everything anyway
-                connection.adapter.detach(connection.wire, self.spec, held)
+                connection.adapter.detach(connection.wire, self.spec, lambda: self._session._hand_back(self))
         connection.unregister_consumer(self)
+        self._session._hand_back(self)  # what arrived after that stays with the broker's connection
 
     def __iter__(self) -> Iterator[Message]:
         """Pythonic extra: iterate until the consumer is closed."""
@@ -215,7 +216,7 @@ class QueueBrowser:
         finally:
             connection._consumers.pop(spec.sub_id, None)
             with contextlib.suppress(JMSException):  # a lost connection ends the browse anyway
-                connection.adapter.detach(connection.wire_for_use(), spec, [])
+                connection.adapter.detach(connection.wire_for_use(), spec, list)
         now = int(time.time() * 1000)
         return [
             build_message(

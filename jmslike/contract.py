@@ -174,9 +174,10 @@ class Adapter(Protocol):
 
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None: ...
 
-    def detach(self, wire: Wire, spec: SubscriptionSpec, held: list[IncomingMessage]) -> None:
-        """End the subscription; ``held`` are its delivered, unacknowledged messages, which must go back
-        to the broker (some brokers do that on their own, others must be told)."""
+    def detach(self, wire: Wire, spec: SubscriptionSpec, held: Callable[[], list[IncomingMessage]]) -> None:
+        """End the subscription; ``held()`` collects its delivered, unacknowledged messages, which must go
+        back to the broker (some brokers do that on their own, others must be told). It is a function so
+        an adapter can first let in-flight deliveries arrive."""
 
     def create_temporary(self, wire: Wire, destination: Destination) -> None: ...
 

@@ -66,6 +66,7 @@ class Pending:
 
     incoming: IncomingMessage
     local_redeliveries: int = 0
+    epoch: int = 0  # the session epoch it arrived in: an ack is only valid on that connection
 
     @property
     def redelivered(self) -> bool:
@@ -76,7 +77,7 @@ class Pending:
         return 1 + (1 if self.incoming.redelivered else 0) + self.local_redeliveries
 
     def again(self) -> Pending:
-        return Pending(self.incoming, self.local_redeliveries + 1)
+        return Pending(self.incoming, self.local_redeliveries + 1, self.epoch)
 
 
 class Session:
@@ -103,6 +104,7 @@ class Session:
         self._tx: str | None = None
         self._deferred_receipts: list[Any] = []  # transactional sends answered only after COMMIT
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
+        self._stopping = False  # close() under way: no more listener deliveries
         self._rollback_only: str | None = None
         self._closed = False
         self._dispatcher: threading.Thread | None = None
@@ -250,6 +252,11 @@ class Session:
                 f"durable subscription {name!r} of client {client_id!r} already has an active consumer; "
                 "close it first (a durable subscription has one consumer at a time)"
             )
+        if any(session._still_attached(name) for session in self._connection.sessions()):
+            raise IllegalStateException(
+                f"the closed subscriber of durable subscription {name!r} still has unacknowledged messages, "
+                "so its subscription stays attached: acknowledge, recover, commit or roll back first"
+            )
         parsed = self._parse_selector(messageSelector, topic)
         spec = SubscriptionSpec(
             sub_id=self._connection.next_sub_id(),
@@ -334,6 +341,10 @@ class Session:
             )
         return client_id
 
+    def _still_attached(self, durable_name: str) -> bool:
+        with self._cond:
+            return any(c.spec.durable_name == durable_name for c in self._closing)
+
     def _holds_unacked(self, durable_name: str) -> bool:
         with self._cond:
             return any(c.spec.durable_name == durable_name for c, _ in self._unacked)
@@ -344,6 +355,7 @@ class Session:
         """Receiver thread: append and wake whoever waits; a closed consumer's message is kept to be
         handed back to the broker when it detaches. Nothing else."""
         with self._cond:
+            pending.epoch = self._epoch
             if consumer._closed:
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
             else:
@@ -402,7 +414,7 @@ class Session:
         ):
             with self._cond:
                 self._unacked.append((consumer, pending))
-            generation = self._epoch
+            generation = pending.epoch
             if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
                 message._acknowledger = lambda: self._acknowledge_all(generation)
             elif self._ack_mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
@@ -410,7 +422,11 @@ class Session:
         return message
 
     def _ack_now(self, pending: Pending) -> None:
-        """Acknowledge one message without waiting (AUTO / DUPS_OK, dropped messages)."""
+        """Acknowledge one message without waiting (AUTO / DUPS_OK, dropped messages). A message from
+        before a connection loss belongs to the broker again: its ack would reach the new connection, where
+        the id means nothing or another message, so it is not sent (the broker redelivers, flagged)."""
+        if pending.epoch != self._epoch:
+            return
         try:
             self._connection.wire_for_use().post(self._connection.adapter.ack_frame(pending.incoming, None))
         except ConnectionLostException:
@@ -431,8 +447,15 @@ class Session:
         self._check_generation(generation)
         with self._cond:
             batch, self._unacked = self._unacked, []
-        self._send_acks([p for _, p in batch], None)
-        self._release_closed()
+        try:
+            self._send_acks([p for _, p in batch], None)
+        except JMSException:
+            with self._cond:  # not acknowledged after all: still owed (recover, unsubscribe checks)
+                if all(p.epoch == self._epoch for _, p in batch):
+                    self._unacked[:0] = batch
+            raise
+        finally:
+            self._release_closed()
 
     def _acknowledge_one(self, pending: Pending, generation: int) -> None:
         self._check_open()
@@ -442,8 +465,15 @@ class Session:
             if entry is None:
                 return
             self._unacked.remove(entry)
-        self._send_acks([pending], None)
-        self._release_closed()
+        try:
+            self._send_acks([pending], None)
+        except JMSException:
+            with self._cond:
+                if pending.epoch == self._epoch:
+                    self._unacked.insert(0, entry)
+            raise
+        finally:
+            self._release_closed()
 
     def _send_acks(self, batch: list[Pending], transaction: str | None) -> None:
         if not batch:
@@ -612,7 +642,7 @@ class Session:
                 return None
             if self._tasks:
                 return self._tasks.popleft()
-            if self._connection.started and self._connection._failed is None:
+            if self._connection.started and self._connection._failed is None and not self._stopping:
                 listening = [c for c in self._consumers if c._listener is not None and c._inbox]
                 if listening:
                     self._rr = (self._rr + 1) % len(listening)
@@ -641,20 +671,28 @@ class Session:
                     self._cond.notify_all()
 
     def _run_listener(self, consumer: MessageConsumer, pending: Pending) -> None:
-        message = self._deliver(consumer, pending)
-        if message is None:
-            return
         listener = consumer._listener
-        auto = self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
+        if listener is None:  # removed meanwhile: give it back untouched, before any bookkeeping
+            with self._cond:
+                consumer._inbox.appendleft(pending)
+            return
         with self._cond:
+            # Set before delivery: a listener closing its own consumer must find it owed this message.
             self._current = (consumer, pending)
             self._recover_current = False
         try:
-            if listener is None:  # removed meanwhile: give it back
-                self._redeliver_locally(
-                    [(consumer, Pending(pending.incoming, pending.local_redeliveries - 1))]
-                )
-                return
+            self._deliver_to_listener(consumer, pending, listener)
+        finally:
+            with self._cond:
+                self._current = None
+            self._release_closed()
+
+    def _deliver_to_listener(self, consumer: MessageConsumer, pending: Pending, listener: Any) -> None:
+        message = self._deliver(consumer, pending)
+        if message is None:
+            return
+        auto = self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
+        try:
             listener(message)
         except Exception as exc:
             self._connection.report(_wrap(exc, f"message listener raised on {message.getJMSMessageID()}"))
@@ -663,10 +701,12 @@ class Session:
                     self._redeliver_locally([(consumer, pending)])
                 else:
                     log.error(
-                        "message %s failed %d times in its listener; left unacknowledged on the broker",
+                        "message %s failed %d times in its listener; handed back to the broker",
                         message.getJMSMessageID(),
                         pending.delivery_count,
                     )
+                    with self._cond:  # given back when its consumer detaches, never dropped
+                        self._orphans.setdefault(consumer, []).append(pending.incoming)
             return
         if auto:
             if self._recover_current:
@@ -713,7 +753,9 @@ class Session:
             if self.transacted and (self._unacked or self._tx is not None):
                 self._rollback_only = "the connection to the broker was lost during the transaction"
             self._unacked = []
-            self._closing = []  # their subscriptions died with the connection
+            for consumer in self._closing:  # their subscriptions died with the connection
+                self._connection.unregister_consumer(consumer)
+            self._closing = []
             self._orphans = {}
             self._deferred_receipts = []
             self._epoch += 1
@@ -727,12 +769,15 @@ class Session:
         if self._closed:
             return
         self._wait_sends(self._connection.config.receipt_timeout_ms / 1000)
+        with self._cond:  # no new listener delivery from here on, then wait for the running one
+            self._stopping = True
+            self._cond.notify_all()
+        self._wait_idle()
         if self.transacted:
             try:
                 self._rollback_local(redeliver=False)
             except JMSException:
                 log.debug("rollback on close failed", exc_info=True)
-        self._wait_idle()
         for consumer in list(self._consumers):
             consumer.close()
         with self._cond:
@@ -757,24 +802,30 @@ class Session:
                 self._consumers.remove(consumer)
             self._orphans.setdefault(consumer, []).extend(p.incoming for p in consumer._inbox)
             consumer._inbox.clear()
-            owed = any(c is consumer for c, _ in self._unacked)
+            owed = any(c is consumer for c, _ in self._unacked) or (
+                self._current is not None and self._current[0] is consumer
+            )
             if owed:
                 self._closing.append(consumer)
-                held: list[IncomingMessage] = []
-            else:
-                held = self._orphans.pop(consumer, [])
             self._cond.notify_all()
         if not owed:
-            consumer.detach(held)
+            consumer.detach()
+
+    def _hand_back(self, consumer: MessageConsumer) -> list[IncomingMessage]:
+        """The closed consumer's messages that go back to the broker at detach (taken only once)."""
+        with self._cond:
+            return self._orphans.pop(consumer, [])
 
     def _release_closed(self) -> None:
         """Detach closed consumers whose delivered messages are now settled (acked, recovered, rolled back)."""
         with self._cond:
-            settled = [c for c in self._closing if not any(u is c for u, _ in self._unacked)]
+            current = self._current[0] if self._current is not None else None
+            settled = [
+                c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)
+            ]
             self._closing = [c for c in self._closing if c not in settled]
-            handed_back = [self._orphans.pop(c, []) for c in settled]
-        for consumer, orphans in zip(settled, handed_back, strict=True):
-            consumer.detach(orphans)
+        for consumer in settled:
+            consumer.detach()
 
     def _remove_producer(self, producer: MessageProducer) -> None:
         if producer in self._producers:

@@ -11,7 +11,6 @@ import contextlib
 import threading
 import uuid
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from jmslike import (
     ConnectionLostException,
     DeliveryMode,
     JMSException,
+    Message,
     Session,
     TransactionRolledBackException,
 )
@@ -34,8 +34,9 @@ MODES = ["graceful", "kill"]
 RECEIVE_MS = 5000
 
 
-# A restarted broker may take a moment to hand out its backlog: a longer quiet period than usual.
-drain = partial(drain_quietly, wait_ms=1000)
+def drain(connection: Connection, queue: str, wait_ms: int = 1000) -> list[Message]:
+    """A restarted broker may take a moment to hand out its backlog: a longer quiet period than usual."""
+    return drain_quietly(connection, queue, wait_ms)
 
 
 def durability(broker: Any, mode: str) -> contextlib.AbstractContextManager[None]:

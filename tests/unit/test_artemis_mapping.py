@@ -368,7 +368,7 @@ def test_plain_subscribe_and_detach_frames() -> None:
     wire = RecordingWire()
     spec = SubscriptionSpec("s5", Queue("orders"))
     adapter.subscribe(wire, spec)
-    adapter.detach(wire, spec, [])
+    adapter.detach(wire, spec, list)
     assert [f.command for f in wire.frames] == ["SUBSCRIBE", "UNSUBSCRIBE"]
     assert wire.frames[1].headers == {"id": "s5"}
 
