@@ -1,0 +1,1 @@
+"""Benchmarks of jmslike against raw stomp.py (not shipped): ``python -m benchmarks --help``."""

@@ -1,0 +1,218 @@
+"""``python -m benchmarks --broker activemq|rabbitmq [--quick] [--json FILE]``: jmslike against raw stomp.py.
+
+Launches the broker with our launchers, runs every workload through jmslike and through raw stomp.py
+doing the same frames (benchmarks/raw.py), alternating which side goes first each round so that a noisy
+moment of the machine does not favour one side, and prints the medians and the ratio jmslike/raw.
+Numbers on a shared machine are noisy: compare ratios from one run, not absolute rates across runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from jmslike import Session
+from jmslike.conformance.brokers import launch
+
+from . import workloads as w
+from .report import ASYNC_TARGET, RSS_TARGET_MB, Row, document, format_table, percentile
+
+PUB = "publish PERSISTENT, sync"
+ASYNC = "publish PERSISTENT, async (raw: sync)"
+ASYNC_RAW = "publish PERSISTENT, async (raw: pipelined)"
+NONPERS = "publish NON_PERSISTENT, sync"
+AUTO = "consume backlog, AUTO_ACK"
+CLIENT = "consume backlog, CLIENT_ACK"
+FANOUT = "fan-out 1→10 durable (deliveries)"
+P50 = "latency p50"
+P99 = "latency p99"
+RSS = "peak RSS draining backlog"
+WORKLOADS = ("publish", "nonpersistent", "consume", "fanout", "latency", "rss")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", required=True, choices=("activemq", "rabbitmq"))
+    parser.add_argument("--quick", action="store_true", help="one size (256 B), small counts: < 2 min")
+    parser.add_argument("--json", metavar="FILE", help="write every round's numbers as JSON")
+    parser.add_argument("--rounds", type=int, help="rounds per workload (default 3, quick 2)")
+    parser.add_argument("--sizes", help="comma list of message sizes in bytes (default 256,4096; quick 256)")
+    parser.add_argument("--duration", type=float, help="seconds per publish measurement")
+    parser.add_argument("--backlog", type=int, help="backlog to consume (default 100000; quick 5000)")
+    parser.add_argument(
+        "--rss-backlog", type=int, help="1 KB backlog for peak RSS (default 100000; quick 20000)"
+    )
+    parser.add_argument("--only", help=f"comma list of workload groups: {','.join(WORKLOADS)}")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    args.rounds = args.rounds or (2 if quick else 3)
+    args.sizes = [int(s) for s in (args.sizes or ("256" if quick else "256,4096")).split(",")]
+    args.duration = args.duration or (1.0 if quick else 2.0)
+    args.backlog = args.backlog or (5_000 if quick else 100_000)
+    args.rss_backlog = args.rss_backlog or (20_000 if quick else 100_000)
+    args.only = set((args.only or ",".join(WORKLOADS)).split(","))
+    unknown = args.only - set(WORKLOADS)
+    if unknown:
+        parser.error(f"unknown workload groups: {sorted(unknown)}")
+    return args
+
+
+def _progress(text: str) -> None:
+    print(f"  [{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+
+class Runner:
+    """Collects rows; each ``measure`` runs both sides once, in the order the round dictates."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, int], Row] = {}
+
+    def row(self, workload: str, size: int, unit: str = "msg/s", **extra: Any) -> Row:
+        key = (workload, size)
+        if key not in self.rows:
+            self.rows[key] = Row(workload, size, unit, **extra)
+        return self.rows[key]
+
+    def measure(self, row: Row, round_no: int, run: Callable[[str], float]) -> dict[str, float]:
+        values: dict[str, float] = {}
+        for side in w.SIDES if round_no % 2 == 0 else tuple(reversed(w.SIDES)):
+            values[side] = run(side)
+            _progress(f"{row.workload} {row.size} B round {round_no + 1} {side}: {values[side]:,.1f}")
+        row.jmslike.append(values["jmslike"])
+        row.raw.append(values["raw"])
+        return values
+
+
+def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[str]) -> None:
+    for r in range(rounds):
+        if "publish" in only:
+            sync = runner.measure(runner.row(PUB, size), r, lambda side: w.publish_sync(bench, size, side))
+            value = w.publish_async(bench, size, "jmslike")
+            _progress(f"{ASYNC} {size} B round {r + 1} jmslike: {value:,.1f}")
+            row = runner.row(ASYNC, size, target=ASYNC_TARGET, note="raw = raw synchronous persistent")
+            row.jmslike.append(value)
+            row.raw.append(sync["raw"])
+
+            def pipelined(side: str, value: float = value) -> float:
+                return value if side == "jmslike" else w.publish_async(bench, size, "raw")
+
+            note = "raw = same frames, receipts pipelined (window 256)"
+            runner.measure(runner.row(ASYNC_RAW, size, note=note), r, pipelined)
+        if "nonpersistent" in only:
+            runner.measure(
+                runner.row(NONPERS, size), r, lambda side: w.publish_sync(bench, size, side, persistent=False)
+            )
+        if "consume" in only:
+            for name, mode in ((AUTO, Session.AUTO_ACKNOWLEDGE), (CLIENT, Session.CLIENT_ACKNOWLEDGE)):
+                runner.measure(
+                    runner.row(name, size, note=f"{bench.backlog} messages"),
+                    r,
+                    lambda side, mode=mode: w.consume(bench, size, side, mode),  # type: ignore[misc]
+                )
+        if "fanout" in only:
+            runner.measure(runner.row(FANOUT, size), r, lambda side: w.fanout(bench, size, side))
+        if "latency" in only:
+            p50 = runner.row(P50, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
+            p99 = runner.row(P99, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
+            for side in w.SIDES if r % 2 == 0 else tuple(reversed(w.SIDES)):
+                samples = w.latency(bench, size, side)
+                for row, pct in ((p50, 50.0), (p99, 99.0)):
+                    getattr(row, side).append(percentile(samples, pct))
+                _progress(f"latency {size} B round {r + 1} {side}: p50 {p50.__dict__[side][-1]:.2f} ms")
+
+
+def run_rss(runner: Runner, bench: w.Bench, backlog: int) -> None:
+    """Peak RSS of a child process draining ``backlog`` 1 KB messages (once per side)."""
+    row = runner.row(RSS, 1024, "MB", target=RSS_TARGET_MB, note=f"{backlog} x 1 KB, prefetch 1000")
+    for side in w.SIDES:
+        queue_name = bench.name("rss")
+        w.fill(bench, queue_name, backlog, w.payload(1024))
+        argv = [bench.kind, bench.host, str(bench.port), bench.user, bench.password, bench.url, queue_name]
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.rss", side, *argv, str(backlog)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"rss child ({side}) failed: {result.stderr[-2000:]}")
+        data = json.loads(result.stdout.strip().splitlines()[-1])
+        getattr(row, side).append(data["peak_kb"] / 1024)
+        _progress(
+            f"rss {side}: peak {data['peak_kb'] / 1024:.1f} MB (baseline {data['baseline_kb'] / 1024:.1f} MB, "
+            f"{backlog / data['elapsed_s']:,.0f} msg/s)"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = time.monotonic()
+    # Publish workloads leave their messages queued; they pin KahaDB journal files, so the backlog fills
+    # outgrow the launcher's 2 GB store limit and the broker then blocks producers for good.
+    options: dict[str, Any] = {"heap_mb": 2048, "store_limit": "40 gb"} if args.broker == "activemq" else {}
+    _progress(f"launching {args.broker}")
+    with launch(args.broker, **options) as broker:
+        url = broker.url
+        if args.broker == "rabbitmq" and broker.management_url:
+            url += "?management_url=" + broker.management_url
+        bench = w.Bench(
+            kind=args.broker,
+            host=broker.host,
+            port=broker.port,
+            user=broker.user,
+            password=broker.password,
+            url=url,
+            duration_s=args.duration,
+            backlog=args.backlog,
+            latency_rate=200 if args.quick else 500,
+            latency_s=2.0 if args.quick else 4.0,
+        )
+        runner = Runner()
+        for size in args.sizes:
+            run_size(runner, bench, size, args.rounds, args.only)
+        if "rss" in args.only:
+            run_rss(runner, bench, args.rss_backlog)
+    elapsed = time.monotonic() - started
+    rows = list(runner.rows.values())
+    command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
+    print()
+    print(f"{args.broker}: median of {args.rounds} rounds, sides alternating; {elapsed:.0f} s")
+    if args.quick:
+        print("quick mode: one message size (256 B), small counts (backlog, duration, RSS backlog)")
+    print(format_table(rows))
+    print(
+        "ratio column: jmslike/raw (throughput: higher is better; latency: lower is better). "
+        "async row: jmslike asynchronous vs raw synchronous persistent. "
+        "Shared machine: load from other jobs adds noise."
+    )
+    if args.json:
+        meta = {
+            "broker": args.broker,
+            "command": command,
+            "quick": args.quick,
+            "rounds": args.rounds,
+            "sizes": args.sizes,
+            "duration_s": args.duration,
+            "backlog": args.backlog,
+            "rss_backlog": args.rss_backlog,
+            "elapsed_s": round(elapsed, 1),
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "loadavg": os.getloadavg(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        with open(args.json, "w") as out:
+            json.dump(document(rows, meta), out, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

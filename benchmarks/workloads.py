@@ -1,0 +1,415 @@
+"""The workloads, each written twice: through jmslike and through raw stomp.py (benchmarks/raw.py).
+
+Every function measures one side once and returns a number (msg/s, or latencies in ms); the runner in
+``__main__`` alternates the sides over several rounds so that a slow moment of the (shared) machine hits
+both. Each measurement uses fresh destinations, so no round inherits another's backlog or subscriptions.
+Set-up that is not what a workload measures (filling a backlog, creating subscriptions) is done with
+raw stomp.py and kept out of the timed section.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from jmslike import ConnectionFactory, DeliveryMode, Session
+from jmslike.exceptions import JMSException
+from jmslike.messages import Message
+
+from .raw import RawClient
+
+SIDES = ("jmslike", "raw")
+CLIENT_ACK_BATCH = 100  # CLIENT_ACKNOWLEDGE: acknowledge() after this many messages
+WARMUP = 20
+_names = itertools.count(1)
+
+
+@dataclass
+class Bench:
+    """Where and how long: the broker's coordinates and the sizes of the workloads."""
+
+    kind: str
+    host: str
+    port: int
+    user: str
+    password: str
+    url: str  # jmslike URL, with management_url on RabbitMQ
+    duration_s: float
+    backlog: int
+    latency_rate: int
+    latency_s: float
+    subscribers: int = 10
+
+    def factory(self, client_id: str | None = None) -> ConnectionFactory:
+        return ConnectionFactory(self.url, clientID=client_id)
+
+    def raw(self, **options: Any) -> RawClient:
+        return RawClient(self.kind, self.host, self.port, self.user, self.password, **options)
+
+    def name(self, what: str) -> str:
+        """A fresh destination or subscription name (unique per run, so nothing is inherited)."""
+        return f"bench.{what}.{uuid.uuid4().hex[:8]}.{next(_names)}"
+
+
+def payload(size: int) -> bytes:
+    return b"x" * size
+
+
+def stamped(size: int) -> bytes:
+    """A body carrying its send time (perf_counter_ns) in its first 20 bytes, for latency."""
+    return str(time.perf_counter_ns()).zfill(20).encode() + b"x" * max(0, size - 20)
+
+
+def sent_ns(body: bytes) -> int:
+    return int(body[:20])
+
+
+# -- publish --------------------------------------------------------------------------------------------
+
+
+def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True) -> float:
+    """Synchronous sends (each waits for its receipt) for ``duration_s``; returns msg/s."""
+    queue_name = bench.name("pub")
+    body = payload(size)
+    if side == "raw":
+        client = bench.raw()
+        dest = f"/queue/{queue_name}"
+        try:
+            for _ in range(WARMUP):
+                client.send_sync(dest, body, persistent)
+            count, start = 0, time.perf_counter()
+            deadline = start + bench.duration_s
+            while time.perf_counter() < deadline:
+                client.send_sync(dest, body, persistent)
+                count += 1
+            return count / (time.perf_counter() - start)
+        finally:
+            client.close()
+    with bench.factory().createConnection(bench.user, bench.password) as connection:
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createQueue(queue_name))
+        producer.setDeliveryMode(DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT)
+
+        def send() -> None:
+            message = session.createBytesMessage()
+            message.writeBytes(body)
+            producer.send(message)
+
+        for _ in range(WARMUP):
+            send()
+        count, start = 0, time.perf_counter()
+        deadline = start + bench.duration_s
+        while time.perf_counter() < deadline:
+            send()
+            count += 1
+        return count / (time.perf_counter() - start)
+
+
+class _Completions:
+    """A JMS 2.0 CompletionListener that counts, and lets the benchmark wait for the last one."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self.failed: JMSException | None = None
+        self.cond = threading.Condition()
+
+    def onCompletion(self, message: Message) -> None:
+        with self.cond:
+            self.done += 1
+            self.cond.notify_all()
+
+    def onException(self, message: Message, exception: JMSException) -> None:
+        with self.cond:
+            self.failed = exception
+            self.done += 1
+            self.cond.notify_all()
+
+    def wait_for(self, count: int, timeout_s: float = 60) -> None:
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.done >= count, timeout_s):
+                raise TimeoutError(f"{count - self.done} completions missing")
+        if self.failed is not None:
+            raise self.failed
+
+
+def publish_async(bench: Bench, size: int, side: str, window: int = 256) -> float:
+    """Asynchronous persistent sends for ``duration_s``, then wait for the last completion; msg/s.
+
+    jmslike: JMS 2.0 completion listener (bounded by its ``send_window``, default 256). raw: the same
+    frames with receipts pipelined in a window of the same size, which tells how much of the result is
+    the broker's own ceiling (the issue compares jmslike's asynchronous sends with raw synchronous ones;
+    the runner reports both)."""
+    body = payload(size)
+    if side == "raw":
+        return _raw_pipelined(bench, body, window)
+    with bench.factory().createConnection(bench.user, bench.password) as connection:
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createQueue(bench.name("async")))
+        listener = _Completions()
+
+        def send() -> None:
+            message = session.createBytesMessage()
+            message.writeBytes(body)
+            producer.send(message, completionListener=listener)
+
+        for _ in range(WARMUP):
+            send()
+        listener.wait_for(WARMUP)
+        count, start = 0, time.perf_counter()
+        deadline = start + bench.duration_s
+        while time.perf_counter() < deadline:
+            send()
+            count += 1
+        listener.wait_for(WARMUP + count)
+        return count / (time.perf_counter() - start)
+
+
+def _raw_pipelined(bench: Bench, body: bytes, window: int) -> float:
+    client = bench.raw()
+    dest = f"/queue/{bench.name('async')}"
+    slots = threading.BoundedSemaphore(window)
+    listener = _Completions()
+
+    def done() -> None:  # receiver thread
+        slots.release()
+        listener.onCompletion(None)  # type: ignore[arg-type]
+
+    def send() -> None:
+        if not slots.acquire(timeout=30):
+            raise TimeoutError("no receipt within 30 s")
+        client.send_async(dest, body, done, persistent=True)
+
+    try:
+        for _ in range(WARMUP):
+            send()
+        listener.wait_for(WARMUP)
+        count, start = 0, time.perf_counter()
+        deadline = start + bench.duration_s
+        while time.perf_counter() < deadline:
+            send()
+            count += 1
+        listener.wait_for(WARMUP + count)
+        return count / (time.perf_counter() - start)
+    finally:
+        client.close()
+
+
+# -- consume a backlog ----------------------------------------------------------------------------------
+
+
+def fill(bench: Bench, queue_name: str, count: int, body: bytes) -> None:
+    """Set-up: ``count`` persistent messages in the jmslike/raw header format, confirmed by one barrier."""
+    # No heart-beats: when the broker throttles a fast producer (flow control) it stops reading, and
+    # ActiveMQ's inactivity monitor would then drop the connection in the middle of the fill.
+    client = bench.raw(heartbeat_ms=0)
+    dest = f"/queue/{queue_name}"
+    try:
+        for i in range(count):
+            client.send_unconfirmed(dest, body)
+            if i % 1000 == 999:
+                client.barrier()  # keeps the socket buffers and the broker's queue of work bounded
+        client.barrier()
+    finally:
+        client.close()
+
+
+def consume(bench: Bench, size: int, side: str, mode: int, count: int | None = None) -> float:
+    """Drain a backlog of ``count`` messages (default ``bench.backlog``); returns msg/s.
+
+    AUTO_ACKNOWLEDGE acks each message as it is received; CLIENT_ACKNOWLEDGE calls acknowledge() every
+    CLIENT_ACK_BATCH messages (jmslike then ACKs each delivered message and waits for the last receipt;
+    the raw side does the same)."""
+    count = bench.backlog if count is None else count
+    queue_name = bench.name("consume")
+    fill(bench, queue_name, count, payload(size))
+    client_mode = mode == Session.CLIENT_ACKNOWLEDGE
+    if side == "raw":
+        client = bench.raw()
+        try:
+            start = time.perf_counter()
+            client.subscribe(f"/queue/{queue_name}", "raw-sub-1")
+            for i in range(1, count + 1):
+                frame = client.inbox.get(timeout=60)
+                client.ack(frame, wait=client_mode and (i % CLIENT_ACK_BATCH == 0 or i == count))
+            return count / (time.perf_counter() - start)
+        finally:
+            client.close()
+    with bench.factory().createConnection(bench.user, bench.password) as connection:
+        session = connection.createSession(False, mode)
+        start = time.perf_counter()
+        consumer = session.createConsumer(session.createQueue(queue_name))
+        connection.start()
+        for i in range(1, count + 1):
+            message = consumer.receive(60_000)
+            if message is None:
+                raise TimeoutError(f"backlog drained after {i - 1} of {count}")
+            if client_mode and (i % CLIENT_ACK_BATCH == 0 or i == count):
+                message.acknowledge()
+        return count / (time.perf_counter() - start)
+
+
+# -- fan-out --------------------------------------------------------------------------------------------
+
+
+class _Counter:
+    """Deliveries across subscriber threads, and an event when the expected total is reached."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.target: int | None = None
+        self.lock = threading.Lock()
+        self.reached = threading.Event()
+        self.last = 0.0
+
+    def add(self) -> None:
+        with self.lock:
+            self.value += 1
+            if self.target is not None and self.value >= self.target:
+                self.last = time.perf_counter()
+                self.reached.set()
+
+    def expect(self, total: int) -> None:
+        with self.lock:
+            self.target = total
+            if self.value >= total:
+                self.last = time.perf_counter()
+                self.reached.set()
+
+
+def fanout(bench: Bench, size: int, side: str) -> float:
+    """One publisher (synchronous persistent sends for ``duration_s``) to a topic with ``subscribers``
+    durable subscribers, each on its own connection with a listener that acknowledges (AUTO). Returns
+    deliveries/s, from the first send to the last delivery."""
+    topic = bench.name("fanout")
+    body = payload(size)
+    counter = _Counter()
+    closers: list[Callable[[], None]] = []
+    try:
+        if side == "raw":
+
+            def on_message(client: RawClient, frame: Any) -> None:
+                client.ack(frame)
+                counter.add()
+
+            for i in range(bench.subscribers):
+                client = bench.raw(client_id=f"{topic}-c{i}", on_message=on_message)
+                closers.append(client.close)
+                durable = f"{topic}.sub{i}" if bench.kind == "rabbitmq" else f"sub{i}"
+                client.subscribe(f"/topic/{topic}", f"raw-sub-{i}", durable_name=durable)
+            publisher = bench.raw()
+            closers.append(publisher.close)
+
+            def send() -> None:
+                publisher.send_sync(f"/topic/{topic}", body)
+        else:
+
+            def on_jms(message: Message) -> None:
+                counter.add()
+
+            for i in range(bench.subscribers):
+                connection = bench.factory(f"{topic}-c{i}").createConnection(bench.user, bench.password)
+                closers.append(connection.close)
+                session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+                subscriber = session.createDurableSubscriber(session.createTopic(topic), f"sub{i}")
+                subscriber.setMessageListener(on_jms)
+                connection.start()
+            connection = bench.factory().createConnection(bench.user, bench.password)
+            closers.append(connection.close)
+            session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+            producer = session.createProducer(session.createTopic(topic))
+
+            def send() -> None:
+                message = session.createBytesMessage()
+                message.writeBytes(body)
+                producer.send(message)
+
+        count, start = 0, time.perf_counter()
+        deadline = start + bench.duration_s
+        while time.perf_counter() < deadline:
+            send()
+            count += 1
+        counter.expect(count * bench.subscribers)
+        if not counter.reached.wait(120):
+            raise TimeoutError(f"fan-out: {counter.value} of {count * bench.subscribers} delivered")
+        return counter.value / (counter.last - start)
+    finally:
+        for close in reversed(closers):
+            close()
+
+
+# -- latency --------------------------------------------------------------------------------------------
+
+
+def latency(bench: Bench, size: int, side: str) -> list[float]:
+    """End-to-end latency (ms) of synchronous persistent sends at ``latency_rate`` msg/s for
+    ``latency_s``: from just before send() to the consumer's listener (AUTO, on its own connection)."""
+    queue_name = bench.name("latency")
+    total = max(1, int(bench.latency_rate * bench.latency_s))
+    samples: list[float] = []
+    lock = threading.Lock()
+    complete = threading.Event()
+
+    def record(body: bytes) -> None:
+        value = (time.perf_counter_ns() - sent_ns(body)) / 1e6
+        with lock:
+            samples.append(value)
+            if len(samples) >= total:
+                complete.set()
+
+    closers: list[Callable[[], None]] = []
+    try:
+        if side == "raw":
+
+            def on_message(client: RawClient, frame: Any) -> None:
+                record(frame.body)
+                client.ack(frame)
+
+            consumer = bench.raw(on_message=on_message)
+            closers.append(consumer.close)
+            consumer.subscribe(f"/queue/{queue_name}", "raw-lat")
+            publisher = bench.raw()
+            closers.append(publisher.close)
+
+            def send() -> None:
+                publisher.send_sync(f"/queue/{queue_name}", stamped(size))
+        else:
+            receiving = bench.factory().createConnection(bench.user, bench.password)
+            closers.append(receiving.close)
+            rsession = receiving.createSession(False, Session.AUTO_ACKNOWLEDGE)
+            rconsumer = rsession.createConsumer(rsession.createQueue(queue_name))
+
+            def on_jms(message: Message) -> None:
+                body = message.getBody(bytes)
+                assert body is not None
+                record(body)
+
+            rconsumer.setMessageListener(on_jms)
+            receiving.start()
+            sending = bench.factory().createConnection(bench.user, bench.password)
+            closers.append(sending.close)
+            session = sending.createSession(False, Session.AUTO_ACKNOWLEDGE)
+            producer = session.createProducer(session.createQueue(queue_name))
+
+            def send() -> None:
+                message = session.createBytesMessage()
+                message.writeBytes(stamped(size))
+                producer.send(message)
+
+        interval = 1 / bench.latency_rate
+        start = time.perf_counter()
+        for i in range(total):
+            delay = start + i * interval - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+            send()
+        if not complete.wait(60):
+            raise TimeoutError(f"latency: {len(samples)} of {total} received")
+        return samples
+    finally:
+        for close in reversed(closers):
+            close()
