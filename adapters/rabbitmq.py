@@ -101,6 +101,7 @@ class RabbitMQAdapter(StompDialect):
         "exclusive",
         "x-queue-name",
         "prefetch-count",
+        "x-max-priority",
         "ack",
         ORIGIN_HEADER,
     }
@@ -108,6 +109,10 @@ class RabbitMQAdapter(StompDialect):
     def __init__(self) -> None:
         self._management: RabbitMQManagement | None = None
         self._vhost = "/"
+        # With ?rabbitmq_max_priority=N, queues jmslike declares (SEND and SUBSCRIBE to /queue/, durable
+        # subscription queues) get x-max-priority, so RabbitMQ orders by priority. Off by default: a queue's
+        # arguments are fixed by whoever declares it first, so every client of those queues must agree.
+        self._max_priority = 0
 
     # -- connection -----------------------------------------------------------------------------------
 
@@ -117,6 +122,7 @@ class RabbitMQAdapter(StompDialect):
         url = config.management_url or f"http://{host}:15672"
         self._management = RabbitMQManagement(url, config.credentials.user, config.credentials.password)
         self._vhost = config.vhost or "/"
+        self._max_priority = config.rabbitmq_max_priority
         return {}
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
@@ -195,6 +201,8 @@ class RabbitMQAdapter(StompDialect):
             headers.update(
                 {"durable": "true", "auto-delete": "false", "x-queue-name": durable_queue_name(spec)}
             )
+        if self._max_priority and (spec.durable_name is not None or type(spec.destination) is Queue):
+            headers["x-max-priority"] = str(self._max_priority)
         return headers
 
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
@@ -247,6 +255,8 @@ class RabbitMQAdapter(StompDialect):
             headers["expiration"] = str(message.time_to_live)
         if message.origin:
             headers[ORIGIN_HEADER] = message.origin
+        if self._max_priority and type(message.destination) is Queue:
+            headers["x-max-priority"] = str(self._max_priority)  # SEND declares the queue too
         return headers
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:

@@ -60,6 +60,7 @@ class ConnectionConfig:
     reconnect_max_delay_ms: int = 5_000
     management_url: str | None = None
     activemq_map_transformation: bool = False
+    rabbitmq_max_priority: int = 0
 
     @property
     def adapter_name(self) -> str:
@@ -111,11 +112,17 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
         _bool,
         "ActiveMQ only: MapMessages as Java MapMessages (needs XStream on the broker's classpath)",
     ),
+    "rabbitmq_max_priority": (
+        "rabbitmq_max_priority",
+        _positive_int,
+        "RabbitMQ only: declare queues with x-max-priority=N so priorities order delivery (0 = off)",
+    ),
     "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
     "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),
     "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),
 }
 _TLS_FIELDS = {"ca_file", "cert_file", "key_file"}
+_BROKER_SPECIFIC_KEYS = {"activemq_map_transformation": "activemq", "rabbitmq_max_priority": "rabbitmq"}
 
 
 def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> ConnectionConfig:
@@ -154,12 +161,10 @@ def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> Connect
         except ValueError as exc:
             raise ConfigurationError(f"URL option {key}={raw!r} is invalid: {exc}") from exc
         (tls_values if field_name in _TLS_FIELDS else values)[field_name] = value
-    if "activemq_map_transformation" in values and scheme != "activemq":
-        # The option makes the ActiveMQ adapter send transformation headers; elsewhere it would do nothing,
-        # and a user who set it expects Java MapMessage interop they would not get.
-        raise ConfigurationError(
-            f"URL option activemq_map_transformation is for activemq:// URLs only, not {scheme}://"
-        )
+    for key, only_for in _BROKER_SPECIFIC_KEYS.items():
+        # Elsewhere the option would silently do nothing, and whoever set it expects what it promises.
+        if key in values and scheme != only_for:
+            raise ConfigurationError(f"URL option {key} is for {only_for}:// URLs only, not {scheme}://")
     if tls_values and not ssl:
         raise ConfigurationError(
             f"TLS options {sorted(tls_values)} given for a plain connection; use {scheme}+ssl://"

@@ -34,11 +34,6 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ has no selectors; filtering a queue client-side would consume other consumers' messages",
     ),
     ("browsing", "rabbitmq"): Expectation("unsupported", "RabbitMQ's STOMP has no queue browsing"),
-    ("priority", "rabbitmq"): Expectation(
-        "deviation",
-        "RabbitMQ orders by priority only in queues declared with x-max-priority, which jmslike does not "
-        "declare (an existing queue without it would refuse the argument)",
-    ),
     ("temporary-local-names", "rabbitmq"): Expectation(
         "deviation",
         "a RabbitMQ temporary queue's name is global, so another connection may address it by name",

@@ -192,7 +192,8 @@ def test_expired_messages_are_not_delivered(connection: Connection, unique_name:
     assert consumer.receiveNoWait() is None
 
 
-# What each broker needs to order a backlog by priority; stock ActiveMQ delivers in arrival order.
+# What each broker needs to order a backlog by priority: stock ActiveMQ and RabbitMQ deliver in arrival order.
+PRIORITY_URL_OPTIONS: dict[str, list[str]] = {"rabbitmq": ["rabbitmq_max_priority=9"]}
 PRIORITY_BROKER_OPTIONS: dict[str, dict[str, object]] = {
     "activemq": {"policy_entries_xml": '<policyEntry queue=">" prioritizedMessages="true"/>'},
 }
@@ -205,7 +206,9 @@ def test_priority_overtakes_in_backlog(broker: Any, unique_name: str) -> None:
     options = PRIORITY_BROKER_OPTIONS.get(broker.kind, {})
     with launch(broker.kind, **options) as prioritized, expected("priority", broker.kind):
         management = getattr(prioritized, "management_url", None)
-        url = prioritized.url + (f"?management_url={management}" if management else "")
+        query = [f"management_url={management}"] if management else []
+        query += PRIORITY_URL_OPTIONS.get(broker.kind, [])
+        url = prioritized.url + ("?" + "&".join(query) if query else "")
         connection = ConnectionFactory(url).createConnection(prioritized.user, prioritized.password)
         with connection:
             connection.start()

@@ -1,0 +1,88 @@
+"""The RabbitMQ dialect as pure functions: queue naming, declaration headers, what is never sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from jmslike.adapters.rabbitmq import RabbitMQAdapter, durable_prefix, durable_queue_name, queue_part
+from jmslike.config import ConfigurationError, parse_url
+from jmslike.constants import DeliveryMode
+from jmslike.contract import OutgoingMessage, SubscriptionSpec
+from jmslike.destinations import Queue, TemporaryQueue, Topic
+
+
+def adapter(url: str = "rabbitmq://h:61613") -> RabbitMQAdapter:
+    result = RabbitMQAdapter()
+    result.connect_headers(parse_url(url), None)
+    return result
+
+
+def outgoing(**overrides: object) -> OutgoingMessage:
+    fields: dict[str, object] = dict(
+        destination=Queue("q"),
+        message_id="ID:1",
+        timestamp=1,
+        delivery_mode=DeliveryMode.NON_PERSISTENT,
+        priority=4,
+        expiration=0,
+        time_to_live=0,
+        correlation_id=None,
+        reply_to=None,
+        jms_type=None,
+        type_tag="text",
+        body=b"x",
+        property_headers={},
+        origin="conn-1",
+    )
+    fields.update(overrides)
+    return OutgoingMessage(**fields)  # type: ignore[arg-type]
+
+
+def test_queue_parts_are_unambiguous() -> None:
+    # "a.b" + "c" and "a" + "b.c" must not share a prefix, or one client could delete another's subscription.
+    assert durable_prefix("a.b", "c") != durable_prefix("a", "b.c")
+    assert "." not in queue_part("a.b") and len(queue_part("x" * 500)) <= 80
+
+
+def test_durable_queue_name_changes_with_the_definition() -> None:
+    base = SubscriptionSpec(sub_id="s", destination=Topic("t"), durable_name="n", client_id="c")
+    other_selector = SubscriptionSpec(
+        sub_id="s", destination=Topic("t"), durable_name="n", client_id="c", selector="a = 1"
+    )
+    assert durable_queue_name(base) != durable_queue_name(other_selector)
+    assert durable_queue_name(base).startswith(durable_prefix("c", "n"))
+
+
+def test_non_persistent_send_never_says_persistent_false() -> None:
+    # persistent:false would also re-declare the queue non-durable (PRECONDITION_FAILED on a durable one).
+    headers = adapter().send_frame(outgoing(), None).headers
+    assert "persistent" not in headers
+    assert headers["jmslike-origin"] == "conn-1"
+
+
+def test_expiry_is_relative_on_the_wire_and_absolute_for_jms() -> None:
+    headers = adapter().send_frame(outgoing(time_to_live=5000, expiration=12345), None).headers
+    assert headers["expiration"] == "5000" and headers["expires"] == "12345"
+
+
+def test_temporary_queues_are_sent_to_without_declaring() -> None:
+    headers = adapter().send_frame(outgoing(destination=TemporaryQueue("jmslike-tmp-1")), None).headers
+    assert headers["destination"] == "/amq/queue/jmslike-tmp-1"
+
+
+def test_max_priority_is_opt_in_and_declared_consistently() -> None:
+    plain = adapter()
+    assert "x-max-priority" not in plain.send_frame(outgoing(), None).headers
+    prioritized = adapter("rabbitmq://h:61613?rabbitmq_max_priority=9")
+    assert prioritized.send_frame(outgoing(), None).headers["x-max-priority"] == "9"
+    queue_sub = prioritized.subscribe_headers(SubscriptionSpec(sub_id="s", destination=Queue("q")))
+    topic_sub = prioritized.subscribe_headers(SubscriptionSpec(sub_id="s", destination=Topic("t")))
+    assert queue_sub["x-max-priority"] == "9" and "x-max-priority" not in topic_sub
+    assert "selector" not in prioritized.subscribe_headers(
+        SubscriptionSpec(sub_id="s", destination=Topic("t"), selector="a = 1")
+    )
+
+
+def test_broker_specific_url_keys_are_refused_elsewhere() -> None:
+    with pytest.raises(ConfigurationError, match="rabbitmq:// URLs only"):
+        parse_url("activemq://h:1?rabbitmq_max_priority=9")
