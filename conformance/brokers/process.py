@@ -52,12 +52,27 @@ logger = logging.getLogger(__name__)
 # pids and process groups
 
 
-def pid_alive(pid: int) -> bool:
-    """True while ``pid`` exists and is not a zombie (a zombie has released its sockets and files)."""
+def _exited(stat_path: Path) -> bool:
+    """True when the task behind a ``/proc/.../stat`` file is gone or a zombie."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        stat = stat_path.read_text()
     except (FileNotFoundError, ProcessLookupError):
-        return False
+        return True
+    # Field 3 (after the parenthesised command name, which may contain spaces) is the state.
+    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+
+
+def pid_alive(pid: int) -> bool:
+    """True while any thread of process ``pid`` still runs.
+
+    A zombie has released its sockets and files, but a zombie *thread-group leader* has not: when a
+    multi-threaded VM (beam.smp, the JVM) is killed, the leader turns "Z" at once while its other threads
+    are still tearing down a large heap, and the listening sockets close only when the last one exits.
+    """
+    proc = Path(f"/proc/{pid}")
+    try:
+        if not _exited(proc / "stat"):
+            return True
     except OSError:
         try:
             os.kill(pid, 0)
@@ -66,13 +81,15 @@ def pid_alive(pid: int) -> bool:
         except PermissionError:
             return True
         return True
-    # Field 3 (after the parenthesised command name, which may contain spaces) is the state.
-    state = stat.rsplit(")", 1)[-1].split()[0]
-    return state not in ("Z", "X")
+    try:
+        tasks = list((proc / "task").iterdir())
+    except OSError:
+        return False
+    return any(not _exited(task / "stat") for task in tasks)
 
 
 def wait_pid_gone(pid: int, timeout_s: float) -> bool:
-    """Poll until ``pid`` is gone (or a zombie); False after ``timeout_s``."""
+    """Poll until every thread of ``pid`` is gone (or a zombie); False after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while pid_alive(pid):
         if time.monotonic() >= deadline:

@@ -138,11 +138,20 @@ def receive(broker: BrokerHandle, queue_name: str, *, expected: int) -> list[str
 
 
 def pid_gone(pid: int) -> bool:
+    """Every thread of ``pid`` gone or a zombie. A zombie thread-group leader alone is not enough: a
+    killed VM's leader turns "Z" while other threads still hold its listening sockets."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
     except FileNotFoundError:
         return True
-    return stat.rsplit(")", 1)[-1].split()[0] in ("Z", "X")
+    for task in tasks:
+        try:
+            stat = (task / "stat").read_text()
+        except FileNotFoundError:
+            continue  # this thread has just been reaped
+        if stat.rsplit(")", 1)[-1].split()[0] not in ("Z", "X"):
+            return False
+    return True
 
 
 def refuses(host: str, port: int) -> bool:
