@@ -3,15 +3,22 @@
 Owns three small things: picking free ports (below the kernel's ephemeral range, so that the client
 connections our own tests open can never grab a broker's port while it restarts), checking that a port
 is free before a broker is started on it, and waiting for a port to stop accepting connections.
-Ports handed out by this process are remembered so two brokers of one test session never get the same.
+Ports handed out by this process are remembered so two brokers of one test session never get the same,
+and reserved for other processes too (a file per port naming the owner's pid, in a per-user directory
+under the temp dir): a broker that is down during a restart leaves its ports free at the socket level,
+and a second test run on the same machine must not pick them then.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import errno
 import logging
+import os
 import random
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -53,25 +60,86 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
+def _reservations() -> Path:
+    return Path(tempfile.gettempdir()) / f"jmslike-ports-{os.getuid()}"
+
+
+def _owner_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _reserve(port: int) -> bool:
+    """Claim ``port`` for this process across processes; False when a live process holds it.
+
+    A reservation whose owner has died is taken over, so crashed runs do not leak ports forever."""
+    folder = _reservations()
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / str(port)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            try:
+                owner = int(path.read_text() or "0")
+            except (OSError, ValueError):
+                owner = 0
+            if owner and (owner == os.getpid() or _owner_alive(owner)):
+                return False
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()  # stale: its owner is gone
+            continue
+        with os.fdopen(fd, "w") as out:
+            out.write(str(os.getpid()))
+        return True
+    return False
+
+
+def _release_reservations() -> None:
+    """At exit: drop this process's reservation files (a crash leaves them; they are taken over later)."""
+    folder = _reservations()
+    for port in _handed_out:
+        path = folder / str(port)
+        with contextlib.suppress(OSError, ValueError):
+            if int(path.read_text()) == os.getpid():
+                path.unlink()
+
+
+atexit.register(_release_reservations)
+
+
+def _take(port: int, host: str) -> bool:
+    if port in _handed_out or not port_is_free(port, host):
+        return False
+    try:
+        if not _reserve(port):
+            return False
+    except OSError as exc:  # an unwritable temp dir must not stop tests: fall back to this process only
+        logger.debug("port reservation unavailable (%s); reserving within this process only", exc)
+    _handed_out.add(port)
+    return True
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """A port that is free on ``host`` now and was not handed out before by this process."""
+    """A port that is free on ``host`` now and not handed out before by this or another live process."""
     high = _ephemeral_low() - 1
     low = min(_FALLBACK_LOW, high - 1000)
     with _lock:
         for _ in range(200):
             port = random.randint(low, high)
-            if port in _handed_out:
-                continue
-            if port_is_free(port, host):
-                _handed_out.add(port)
+            if _take(port, host):
                 return port
         # Crowded range: let the kernel choose.
         for _ in range(50):
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                 sock.bind((host, 0))
                 port = int(sock.getsockname()[1])
-            if port not in _handed_out:
-                _handed_out.add(port)
+            if _take(port, host):
                 return port
     raise RuntimeError(f"could not find a free port on {host}")
 
