@@ -20,9 +20,12 @@ from typing import Any
 
 from jmslike import Session
 from jmslike.conformance.brokers import launch
+from jmslike.conformance.brokers.activemq import TransportConnector
+from jmslike.conformance.brokers.ports import free_port
 
+from . import java as j
 from . import workloads as w
-from .report import ASYNC_TARGET, RSS_TARGET_MB, Row, document, format_table, percentile
+from .report import ASYNC_TARGET, JAVA_TARGET, RSS_TARGET_MB, Row, document, format_table, percentile
 
 PUB = "publish PERSISTENT, sync"
 ASYNC = "publish PERSISTENT, async (raw: sync)"
@@ -50,6 +53,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--rss-backlog", type=int, help="1 KB backlog for peak RSS (default 100000; quick 20000)"
     )
     parser.add_argument("--only", help=f"comma list of workload groups: {','.join(WORKLOADS)}")
+    parser.add_argument(
+        "--java",
+        choices=("auto", "off", "on"),
+        default="auto",
+        help="ActiveMQ only: also drive ActiveMQ's Java JMS client through JPype (auto: where jpype1 and "
+        "the jars are installed; on: fail when they are not)",
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.rounds = args.rounds or (2 if quick else 3)
@@ -128,6 +138,41 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
                 _progress(f"latency {size} B round {r + 1} {side}: p50 {p50.__dict__[side][-1]:.2f} ms")
 
 
+def run_java(
+    runner: Runner,
+    java_rows: dict[tuple[str, int], Row],
+    java: j.JavaJms,
+    bench: w.Bench,
+    size: int,
+    rounds: int,
+    only: set[str],
+) -> None:
+    """The Java client's side of the second table; jmslike's side is the same run's jmslike rounds."""
+
+    def add(workload: str, value: float, unit: str = "msg/s", target: float | None = JAVA_TARGET) -> None:
+        key = (workload, size)
+        if key not in java_rows:
+            java_rows[key] = Row(workload, size, unit, target=target, note="baseline = Java client via JPype")
+        java_rows[key].raw.append(value)
+        _progress(f"{workload} {size} B java: {value:,.1f}")
+
+    for _ in range(rounds):
+        if "publish" in only:
+            add(PUB, j.publish_sync(java, bench, size))
+        if "nonpersistent" in only:
+            add(NONPERS, j.publish_sync(java, bench, size, persistent=False), target=None)
+        if "consume" in only:
+            add(AUTO, j.consume(java, bench, size, j.AUTO_ACKNOWLEDGE))
+            add(CLIENT, j.consume(java, bench, size, j.CLIENT_ACKNOWLEDGE), target=None)
+        if "latency" in only:
+            samples = j.latency(java, bench, size)
+            add(P50, percentile(samples, 50.0), "ms", None)
+            add(P99, percentile(samples, 99.0), "ms", None)
+    for key, row in java_rows.items():
+        if key[1] == size and key in runner.rows:
+            row.jmslike = list(runner.rows[key].jmslike)
+
+
 def run_rss(runner: Runner, bench: w.Bench, backlog: int) -> None:
     """Peak RSS of a child process draining ``backlog`` 1 KB messages (once per side)."""
     row = runner.row(RSS, 1024, "MB", target=RSS_TARGET_MB, note=f"{backlog} x 1 KB, prefetch 1000")
@@ -158,6 +203,17 @@ def main(argv: list[str] | None = None) -> int:
     # Publish workloads leave their messages queued; they pin KahaDB journal files, so the backlog fills
     # outgrow the launcher's 2 GB store limit and the broker then blocks producers for good.
     options: dict[str, Any] = {"heap_mb": 2048, "store_limit": "40 gb"} if args.broker == "activemq" else {}
+    openwire_url: str | None = None
+    if args.broker == "activemq" and args.java != "off":
+        reason = j.unavailable_reason()
+        if reason is None:
+            openwire_url = f"tcp://127.0.0.1:{free_port()}"
+            options["extra_connectors"] = (TransportConnector("openwire", openwire_url),)
+        elif args.java == "on":
+            print(f"--java on: {reason}", file=sys.stderr)
+            return 2
+        else:
+            _progress(f"Java comparison skipped: {reason}")
     _progress(f"launching {args.broker}")
     with launch(args.broker, **options) as broker:
         url = broker.url
@@ -176,8 +232,12 @@ def main(argv: list[str] | None = None) -> int:
             latency_s=2.0 if args.quick else 4.0,
         )
         runner = Runner()
+        java_rows: dict[tuple[str, int], Row] = {}
+        java = j.JavaJms(openwire_url, broker.user, broker.password) if openwire_url else None
         for size in args.sizes:
             run_size(runner, bench, size, args.rounds, args.only)
+            if java is not None:
+                run_java(runner, java_rows, java, bench, size, args.rounds, args.only)
         if "rss" in args.only:
             run_rss(runner, bench, args.rss_backlog)
     elapsed = time.monotonic() - started
@@ -193,6 +253,14 @@ def main(argv: list[str] | None = None) -> int:
         "async row: jmslike asynchronous vs raw synchronous persistent. "
         "Shared machine: load from other jobs adds noise."
     )
+    if java_rows:
+        print()
+        print("jmslike against ActiveMQ's Java JMS client driven from Python through JPype (OpenWire):")
+        print(format_table(list(java_rows.values()), baseline="Java (JPype)"))
+        print(
+            "jmslike column: the same run's jmslike rounds (table above); Java client with "
+            "alwaysSyncSend=true, prefetch 1000; target >= 1.0x for sync persistent send and receive (stretch)."
+        )
     if args.json:
         meta = {
             "broker": args.broker,
@@ -210,7 +278,9 @@ def main(argv: list[str] | None = None) -> int:
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
         with open(args.json, "w") as out:
-            json.dump(document(rows, meta), out, indent=2)
+            data = document(rows, meta)
+            data["java_rows"] = [r.to_json() for r in java_rows.values()]
+            json.dump(data, out, indent=2)
     return 0
 
 
