@@ -82,7 +82,7 @@ def _element_from_json(element: object, where: str) -> TypedValue | None:
     if jms_type == "byte[]" and isinstance(value, str):
         try:
             value = base64.b64decode(value, validate=True)
-        except binascii.Error as error:
+        except (binascii.Error, ValueError) as error:  # ValueError: non-ASCII characters in the string
             raise MessageFormatException(f"{where}: the byte[] is not valid base64") from error
     elif jms_type in ("float", "double") and isinstance(value, str) and value in _NON_FINITE:
         value = _NON_FINITE[value]
