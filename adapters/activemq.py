@@ -31,6 +31,7 @@ from jmslike.exceptions import IllegalStateException, InvalidDestinationExceptio
 from jmslike.messages import MapMessage
 from jmslike.properties import TypedValue
 from jmslike.serializers import SerializerRegistry
+from jmslike.topics import TopicSyntax
 
 from . import activemq_map
 from .dialect import STANDARD_HEADERS, StompDialect
@@ -64,7 +65,11 @@ class ActiveMQAdapter(StompDialect):
         single_durable_consumer=True,
         broker_redelivery_flag=True,
         admin=False,
+        # No broker feature keeps the latest message durably (ActiveMQ.Retain is memory only): jmslike
+        # stores copies in queues and removes older ones; the broker resolves wildcards when browsing.
+        retained="jmslike",
     )
+    topic_syntax = TopicSyntax(separator=".", single="*", multi=">")
     # StompWireFormat: MAX_HEADER_LENGTH, MAX_HEADERS, MAX_DATA_LENGTH (fatal protocol errors if exceeded).
     max_header_line_bytes = 10 * 1024
     max_headers = 1000

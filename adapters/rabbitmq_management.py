@@ -33,10 +33,13 @@ class RabbitMQManagement:
     def __repr__(self) -> str:
         return f"RabbitMQManagement({self._base!r})"
 
-    def _call(self, method: str, path: str) -> Any:
-        request = urllib.request.Request(
-            self._base + path, method=method, headers={"Authorization": self._auth}
-        )
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        headers = {"Authorization": self._auth}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["content-type"] = "application/json"
+        request = urllib.request.Request(self._base + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
                 data = response.read()
@@ -64,6 +67,23 @@ class RabbitMQManagement:
     def queue(self, vhost: str, name: str) -> dict[str, Any] | None:
         result = self._call("GET", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
         return result if isinstance(result, dict) else None
+
+    def peek_messages(self, vhost: str, name: str, count: int) -> list[bytes]:
+        """The bodies of up to ``count`` messages at the head of a queue, in order, left in the queue
+        (``ack_requeue_true``: got and requeued by the broker). A missing queue gives []."""
+        result = self._call(
+            "POST",
+            f"/api/queues/{_quote(vhost)}/{_quote(name)}/get",
+            {"count": count, "ackmode": "ack_requeue_true", "encoding": "base64"},
+        )
+        bodies = []
+        for item in result if isinstance(result, list) else []:
+            payload = str(item.get("payload", ""))
+            if item.get("payload_encoding") == "base64":
+                bodies.append(base64.b64decode(payload))
+            else:
+                bodies.append(payload.encode())
+        return bodies
 
     def delete_queue(self, vhost: str, name: str) -> None:
         self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
