@@ -10,6 +10,7 @@ publishers. Broker differences come from the one expectations table (expectation
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import uuid
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from jmslike import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
+    JMSSecurityException,
     Message,
     MessageConsumer,
     NoRetainedMessageException,
@@ -267,6 +269,13 @@ def test_owner_rule(connect: Callable[..., Connection], unique_name: str) -> Non
     assert their_sub.requestUpdate() == 1
     assert my_sub.receive(QUIET_MS) is None, "another client's request update reached this subscription"
     assert text_of(their_sub.receive(RECEIVE_MS)) == "v"
+    # The check itself: a handle whose subscription belongs to another client ID is refused. jmslike never
+    # hands such a handle out (only the client ID's connection can create it), so one is forged here.
+    forged = dataclasses.replace(their_sub.spec, client_id="somebody-else")
+    their_sub.spec, real = forged, their_sub.spec
+    with pytest.raises(JMSSecurityException):
+        their_sub.requestUpdate()
+    their_sub.spec = real
     my_sub.close()
     with pytest.raises(IllegalStateException):
         my_sub.requestUpdate()
