@@ -86,6 +86,7 @@ MAX_STORE_NAME_BYTES = 255
 ENVELOPE_VERSION = 1
 # How long pruning waits for the stale copies it asked for; another pruner may have taken them already.
 PRUNE_WAIT_S = 2.0
+PRUNE_SETTLE_S = 0.2  # then a browse tells whether the missing copies are still there to wait for
 BROWSE_WAIT_S = 30.0
 
 _transaction_ids = itertools.count(1)
@@ -224,12 +225,19 @@ def publish(session: Session, outgoing: OutgoingMessage) -> None:
     else:
         _send_atomically(connection, frames)
     if adapter.capabilities.retained == "jmslike":
-        try:
-            prune(connection, store)
-        except JMSException as exc:
-            # The publication is stored; an older copy left behind is never delivered (readers take the
-            # last one) and the next retained send to this topic removes it.
-            log.warning("could not remove older retained copies of %s: %s", topic.name, exc)
+
+        def remove_older() -> None:
+            try:
+                prune(connection, store)
+            except JMSException as exc:
+                # The publication is stored; an older copy left behind is never delivered (readers take
+                # the last one) and the next retained send to this topic removes it.
+                log.warning("could not remove older retained copies of %s: %s", topic.name, exc)
+
+        if transaction is not None:
+            session.after_commit(remove_older)  # the new copy must be in the queue first
+        else:
+            remove_older()
 
 
 def _send_atomically(connection: Connection, frames: Callable[[str], list[Frame]]) -> None:
@@ -349,7 +357,14 @@ def prune(connection: Connection, store: Queue) -> int:
     )
     sink = _subscribe(connection, spec)
     try:
-        got = sink.wait(lambda: len(sink._items) >= len(stale), time.monotonic() + PRUNE_WAIT_S)
+        deadline = time.monotonic() + PRUNE_WAIT_S
+        complete = lambda: len(sink._items) >= len(stale)  # noqa: E731
+        got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
+        if len(got) < len(stale):
+            # Missing ones were most likely taken by a concurrent pruner: wait on only if still there.
+            missing = set(stale) - {c.headers.get(COPY_ID_PROPERTY) for c in got}
+            if missing & {c.headers.get(COPY_ID_PROPERTY) for c in browse(connection, store)}:
+                got = sink.wait(complete, deadline)
         wire = connection.wire_for_use()
         for incoming in got:
             wire.request(connection.adapter.ack_frame(incoming, None))

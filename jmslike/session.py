@@ -104,6 +104,7 @@ class Session:
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
         self._deferred_receipts: list[Any] = []  # transactional sends answered only after COMMIT
+        self._after_commit: list[Callable[[], None]] = []  # work that needs the transaction committed
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._stopping = False  # close() under way: no more listener deliveries
         self._rollback_only: str | None = None
@@ -542,6 +543,10 @@ class Session:
             self._tx = tx
         return self._tx
 
+    def after_commit(self, task: Callable[[], None]) -> None:
+        """Run ``task`` once the open transaction committed (dropped if it rolls back)."""
+        self._after_commit.append(task)
+
     def defer_receipt(self, pending: Any) -> None:
         """Remember a transactional send whose receipt the broker sends only after COMMIT."""
         self._deferred_receipts.append(pending)
@@ -599,6 +604,9 @@ class Session:
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
         self._await_deferred_receipts()
+        tasks, self._after_commit = self._after_commit, []
+        for task in tasks:
+            task()
         if not acks_in_transaction:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come
             # back flagged redelivered (at-least-once for consumption on such brokers).
@@ -625,6 +633,7 @@ class Session:
         tx, self._tx = self._tx, None
         self._rollback_only = None
         self._deferred_receipts = []  # aborted sends are never answered
+        self._after_commit = []
         if tx is not None:
             try:
                 self._connection.wire_for_use().request(Frame("ABORT", {"transaction": tx}))

@@ -392,13 +392,19 @@ def test_restart_keeps_persistent_loses_non_persistent(
     retain(publisher, f"{unique_name}/replaced", "new-non-persistent", mode=DeliveryMode.NON_PERSISTENT)
     retain(publisher, f"{unique_name}/cleared", "gone")
     retain(publisher, f"{unique_name}/cleared", "")
+    tx = publisher.createSession(True, Session.SESSION_TRANSACTED)  # replaced within transactions
+    tx_producer = tx.createProducer(tx.createTopic(f"{unique_name}/tx-replaced"))
+    tx_producer.send(tx.createTextMessage("tx-old"), DeliveryMode.PERSISTENT, 4, 0, retain=True)
+    tx.commit()
+    tx_producer.send(tx.createTextMessage("tx-new"), DeliveryMode.NON_PERSISTENT, 4, 0, retain=True)
+    tx.commit()
     cid = f"restart-{uuid.uuid4().hex[:8]}"
     owner = connect(cid)
     session = owner.createSession(False, Session.AUTO_ACKNOWLEDGE)
     session.createDurableSubscriber(
         session.createTopic(f"{unique_name}/#"), "kept", onRequestOnly=True
     ).close()
-    assert len(updates(on_request(connect(), f"{unique_name}/#"))) == 3
+    assert len(updates(on_request(connect(), f"{unique_name}/#"))) == 4
     publisher.close()
     owner.close()
     broker.restart(mode)
