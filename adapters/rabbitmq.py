@@ -35,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping
 
 from jmslike.config import ConnectionConfig
@@ -66,6 +67,7 @@ _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
 RETAINED_PEEK_COUNT = 8  # a store queue holds one copy; more only for an instant under concurrency
+RETAINED_PEEK_BACKOFF_S = (0.01, 0.02, 0.04, 0.08, 0.16)
 
 
 def is_retained_store(destination: Destination) -> bool:
@@ -297,8 +299,20 @@ class RabbitMQAdapter(StompDialect):
         bodies: list[bytes] = []
         for queue in management.queue_names(self._vhost, RETAINED_STORE_PREFIX):
             if matches(pattern, from_broker(queue[len(RETAINED_STORE_PREFIX) :], self.topic_syntax)):
-                bodies.extend(management.peek_messages(self._vhost, queue, RETAINED_PEEK_COUNT))
+                bodies.extend(self._peek(management, queue))
         return bodies
+
+    def _peek(self, management: RabbitMQManagement, queue: str) -> list[bytes]:
+        """A GET holds the copy until it requeues it, so a concurrent reader finds the queue empty for
+        those milliseconds: an empty answer is asked again a few times (a queue whose copy expired or was
+        lost in a restart stays empty and costs the whole back-off, RETAINED_PEEK_BACKOFF_S)."""
+        pause = threading.Event()
+        for delay in (*RETAINED_PEEK_BACKOFF_S, None):
+            found = management.peek_messages(self._vhost, queue, RETAINED_PEEK_COUNT)
+            if found or delay is None:
+                return found
+            pause.wait(delay)
+        return []
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:
         if re.search(r"not_found|NOT_FOUND", message):

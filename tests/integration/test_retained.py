@@ -417,3 +417,26 @@ def test_restart_keeps_persistent_loses_non_persistent(
         assert updates(subscriber) == {f"{unique_name}.p": "persistent"}
         subscriber.close()
         session.unsubscribe("kept")  # the on-request-only durable subscription survived the restart
+
+
+def test_concurrent_request_updates_all_see_it(connect: Callable[..., Connection], unique_name: str) -> None:
+    """Readers do not consume: several reading at once each get the retained publication."""
+    retain(connect(), unique_name, "shared")
+    counts: list[int] = []
+    errors: list[BaseException] = []
+
+    def reader() -> None:
+        try:
+            subscriber = on_request(connect(), unique_name)
+            for _ in range(10):
+                counts.append(subscriber.requestUpdate())
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    assert counts == [1] * 40
