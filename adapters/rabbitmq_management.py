@@ -54,8 +54,9 @@ class RabbitMQManagement:
             raise JMSException(f"RabbitMQ management API {method} {path} failed: HTTP {exc.code}") from exc
         except (urllib.error.URLError, OSError) as exc:
             raise ManagementUnavailable(
-                f"RabbitMQ management API not reachable at {self._base} ({exc}); durable subscriptions on "
-                "RabbitMQ need the rabbitmq_management plugin: enable it, or set ?management_url=... in the URL"
+                f"RabbitMQ management API not reachable at {self._base} ({exc}); durable subscriptions and "
+                "request update (retained publications) on RabbitMQ need the rabbitmq_management plugin: "
+                "enable it, or set ?management_url=... in the URL"
             ) from exc
         return json.loads(data) if data else None
 
