@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jmslike import topics
-from jmslike.body_codec import PTYPES_HEADER
+from jmslike.body_codec import OWN_PREFIX, PTYPES_HEADER
 from jmslike.consumer import TopicSubscriber, selector_value
 from jmslike.contract import (
     RETAINED_STORE_PREFIX,
@@ -81,6 +81,8 @@ RETAINED_PROPERTY = "JMS_jmslike_Retained"
 ON_REQUEST_PREFIX = "jmslike.on-request."
 #: Property of each stored copy naming it, for the selector that removes older copies (a JMS identifier).
 COPY_ID_PROPERTY = "jmslike_rid"
+# Names of headers the dialect base64-encoded (adapters.dialect.ENCODED_HEADER; the API cannot import it).
+ENCODED_HEADER = OWN_PREFIX + "encoded"
 #: Longest store-queue name accepted (RabbitMQ's limit is 255 bytes; a longer one would kill the connection).
 MAX_STORE_NAME_BYTES = 255
 ENVELOPE_VERSION = 1
@@ -404,9 +406,16 @@ class OnRequestSubscriber(TopicSubscriber):
         return True
 
 
-def request_update(consumer: MessageConsumer) -> int:
-    """Deliver to ``consumer`` the current retained publication of every topic it matches; see module doc."""
+def request_update(consumer: MessageConsumer, correlation_id: str | None = None) -> int:
+    """Deliver to ``consumer`` the current retained publication of every topic it matches; see module doc.
+    ``correlation_id`` replaces the publications' JMSCorrelationID (the subscriber's own tag)."""
     consumer._check_open()
+    if correlation_id is not None and (
+        not isinstance(correlation_id, str) or any(ord(ch) < 32 for ch in correlation_id)
+    ):
+        raise JMSException(
+            f"a correlation ID must be a string without control characters, got {correlation_id!r}"
+        )
     session = consumer._session
     connection = session.connection
     adapter = connection.adapter
@@ -439,7 +448,7 @@ def request_update(consumer: MessageConsumer) -> int:
             continue
         if consumer.spec.no_local and envelope.origin == connection.connection_id:
             continue
-        incoming = _incoming(adapter, consumer.spec.sub_id, envelope)
+        incoming = _incoming(adapter, consumer.spec.sub_id, envelope, correlation_id)
         if incoming.expiration and incoming.expiration <= now:
             continue
         selector = consumer._selector
@@ -458,10 +467,18 @@ def request_update(consumer: MessageConsumer) -> int:
     return len(chosen)
 
 
-def _incoming(adapter: Adapter, sub_id: str, envelope: Envelope) -> IncomingMessage:
+def _incoming(
+    adapter: Adapter, sub_id: str, envelope: Envelope, correlation_id: str | None = None
+) -> IncomingMessage:
     """The stored publication as a delivery to ``sub_id``, marked retained, with nothing to acknowledge."""
     headers = dict(envelope.headers)
     headers["subscription"] = sub_id
+    if correlation_id is not None:
+        headers["correlation-id"] = correlation_id
+        encoded = [n for n in headers.get(ENCODED_HEADER, "").split(",") if n and n != "correlation-id"]
+        headers.pop(ENCODED_HEADER, None)
+        if encoded:
+            headers[ENCODED_HEADER] = ",".join(encoded)
     headers[RETAINED_PROPERTY] = "true"
     sidecar = headers.get(PTYPES_HEADER, "")
     headers[PTYPES_HEADER] = (

@@ -124,6 +124,10 @@ def test_retained_message_is_the_publication(connect: Callable[..., Connection],
     assert got.getStringProperty("team") == "a:b\nc"
     assert got.getObjectProperty(RETAINED_PROPERTY) is True
     assert subscriber.getTopic() == session.createTopic(topic)
+    assert subscriber.requestUpdate(correlationID="update-7") == 1  # the subscriber's own tag
+    tagged = subscriber.receive(RECEIVE_MS)
+    assert tagged is not None and tagged.getJMSCorrelationID() == "update-7"
+    assert tagged.getObjectProperty("league") == 3
 
 
 def test_wildcard_request_update(connect: Callable[..., Connection], unique_name: str) -> None:

@@ -128,3 +128,10 @@ def test_envelope_decode_never_raises(data: bytes) -> None:
 
 def test_temporary_topic_is_not_mapped_for_artemis() -> None:
     assert ArtemisAdapter().destination_name(TemporaryTopic("jmslike-tmp-x")) == "jmslike-tmp-x"
+
+
+def test_encoded_header_name_agrees_with_the_dialect() -> None:
+    from jmslike.adapters.dialect import ENCODED_HEADER
+    from jmslike.retained import ENCODED_HEADER as RETAINED_COPY
+
+    assert RETAINED_COPY == ENCODED_HEADER
