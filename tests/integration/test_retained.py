@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from expectations import expected
+from expectations import EXPECTATIONS, expected
 from probes import durable_backlog
 
 from jmslike import (
@@ -38,6 +38,25 @@ from jmslike.retained import ON_REQUEST_PREFIX, RETAINED_PROPERTY
 
 RECEIVE_MS = 5000
 QUIET_MS = 500
+
+
+@pytest.fixture(autouse=True)
+def _retained_supported(request: pytest.FixtureRequest, broker: Any) -> None:
+    """Brokers where the table says jmslike refuses retained publications run only the refusal test."""
+    entry = EXPECTATIONS.get(("retained", broker.kind))
+    if (
+        entry is not None
+        and entry.kind == "unsupported"
+        and request.node.originalname != "test_refused_where_unsupported"
+    ):
+        pytest.skip(f"retained publications are unsupported on {broker.kind}: {entry.reason}")
+
+
+def test_refused_where_unsupported(broker: Any, connect: Callable[..., Connection], unique_name: str) -> None:
+    """Where the broker cannot keep retained publications, jmslike refuses (the table says where)."""
+    with expected("retained", broker.kind):
+        retain(connect(), unique_name, "x")
+        on_request(connect(), unique_name).requestUpdate()
 
 
 def retain(
