@@ -14,10 +14,11 @@ What this module owns (the design, its guarantees and its races are in docs/reta
   copy like any newer one, so clearing obeys the same ordering as replacing.
 - **Only the latest** is kept by the broker itself where it can (``Capabilities.retained == "broker"``:
   RabbitMQ's queue with ``x-max-length=1`` drops the older copy, in its own arrival order). Elsewhere
-  (``"jmslike"``: ActiveMQ) each retained send browses its topic's queue and consumes every copy that has
-  a later one behind it -- safe whoever runs it and whenever, since the last copy is never removed.
-  Readers in any case take the LAST copy of each topic in queue order, so a copy not yet pruned is never
-  delivered instead of a newer one.
+  (``"jmslike"``: ActiveMQ) the send's private transaction also consumes the copies committed before it
+  (browse, then a subscription selecting exactly those, ACKed in the transaction), so the old copy goes
+  exactly when the new one comes; in a transacted session, whose transaction the application owns, every
+  copy that has a later one behind it is removed after its COMMIT. Readers in any case take the LAST copy
+  of each topic in queue order, so a copy left behind by a race is never delivered instead of a newer one.
 - **Request update** reads the copies of every topic the subscription matches (the adapter resolves the
   wildcard: a broker-side wildcard browse on ActiveMQ, the management API's queue list on RabbitMQ),
   without consuming them, filters them by the subscription's selector and noLocal, marks each with the
@@ -88,7 +89,7 @@ MAX_STORE_NAME_BYTES = 255
 ENVELOPE_VERSION = 1
 # How long pruning waits for the stale copies it asked for; another pruner may have taken them already.
 PRUNE_WAIT_S = 2.0
-PRUNE_SETTLE_S = 0.2  # then a browse tells whether the missing copies are still there to wait for
+PRUNE_SETTLE_S = 0.1  # then a browse tells whether the missing copies are still there to wait for
 BROWSE_WAIT_S = 30.0
 
 _transaction_ids = itertools.count(1)
@@ -224,52 +225,65 @@ def publish(session: Session, outgoing: OutgoingMessage) -> None:
                 wire.request(frame)
             else:
                 session.defer_receipt(wire.submit(frame, None))  # commit() waits for these
+        if adapter.capabilities.retained == "jmslike":
+            session.after_commit(lambda: _remove_older(connection, store, topic))  # new copy first
     else:
-        _send_atomically(connection, frames)
-    if adapter.capabilities.retained == "jmslike":
-
-        def remove_older() -> None:
-            try:
-                prune(connection, store)
-            except JMSException as exc:
-                # The publication is stored; an older copy left behind is never delivered (readers take
-                # the last one) and the next retained send to this topic removes it.
-                log.warning("could not remove older retained copies of %s: %s", topic.name, exc)
-
-        if transaction is not None:
-            session.after_commit(remove_older)  # the new copy must be in the queue first
-        else:
-            remove_older()
+        replacing = store if adapter.capabilities.retained == "jmslike" else None
+        _send_atomically(connection, frames, replacing)
 
 
-def _send_atomically(connection: Connection, frames: Callable[[str], list[Frame]]) -> None:
-    """Both SENDs in a private STOMP transaction: the broker applies both or neither."""
+def _remove_older(connection: Connection, store: Queue, topic: Topic) -> None:
+    try:
+        prune(connection, store)
+    except JMSException as exc:
+        # The publication is stored; an older copy left behind is never delivered (readers take the
+        # last one) and the next retained send to this topic removes it.
+        log.warning("could not remove older retained copies of %s: %s", topic.name, exc)
+
+
+def _send_atomically(
+    connection: Connection, frames: Callable[[str], list[Frame]], replacing: Queue | None = None
+) -> None:
+    """Both SENDs in a private STOMP transaction: the broker applies both or neither. With ``replacing``
+    (brokers where jmslike keeps only the latest), the copies already in that store queue are consumed in
+    the same transaction, so the replacement is atomic too."""
     adapter = connection.adapter
     wire = connection.wire_for_use()
     transaction = f"{connection.connection_id}-retain{next(_transaction_ids)}"
     wire.request(Frame("BEGIN", {"transaction": transaction}))
     waiting: list[Any] = []
+    taken: tuple[SubscriptionSpec, list[IncomingMessage]] | None = None
     try:
-        for frame in frames(transaction):
-            if adapter.transactional_send_receipts:
-                wire.request(frame)
-            else:
-                waiting.append(wire.submit(frame, None))  # answered only after COMMIT
-    except ConnectionLostException:
-        raise  # an uncommitted transaction dies with its connection: nothing was published
-    except JMSException:
         try:
-            wire.request(Frame("ABORT", {"transaction": transaction}))
+            if replacing is not None:
+                # Every copy committed so far is older than this one.
+                taken = _take(connection, replacing, browse(connection, replacing))
+                for incoming in taken[1] if taken is not None else []:
+                    wire.request(adapter.ack_frame(incoming, transaction))
+            for frame in frames(transaction):
+                if adapter.transactional_send_receipts:
+                    wire.request(frame)
+                else:
+                    waiting.append(wire.submit(frame, None))  # answered only after COMMIT
+        except ConnectionLostException:
+            raise  # an uncommitted transaction dies with its connection: nothing was published
         except JMSException:
-            log.debug("ABORT of a failed retained send failed", exc_info=True)
-        raise
-    try:
-        wire.request(Frame("COMMIT", {"transaction": transaction}))
-    except ConnectionLostException as exc:
-        raise ConnectionLostException(
-            "the connection was lost while committing a retained publication: the outcome is unknown (the "
-            "live publication and its retained copy were applied together or not at all); publish it again"
-        ) from exc
+            try:
+                wire.request(Frame("ABORT", {"transaction": transaction}))
+            except JMSException:
+                log.debug("ABORT of a failed retained send failed", exc_info=True)
+            raise
+        try:
+            wire.request(Frame("COMMIT", {"transaction": transaction}))
+        except ConnectionLostException as exc:
+            raise ConnectionLostException(
+                "the connection was lost while committing a retained publication: the outcome is unknown "
+                "(the live publication and its retained copy were applied together or not at all); publish "
+                "it again"
+            ) from exc
+    finally:
+        if taken is not None:  # after COMMIT or ABORT: what was not acknowledged goes back to the queue
+            _unsubscribe(connection, taken[0])
     deadline = time.monotonic() + connection.config.receipt_timeout_ms / 1000
     for item in waiting:
         if not item.done.wait(max(0.0, deadline - time.monotonic())):
@@ -346,33 +360,52 @@ def browse(connection: Connection, store: Queue) -> list[IncomingMessage]:
 def prune(connection: Connection, store: Queue) -> int:
     """Consume every copy in ``store`` that has a later copy behind it; returns how many went."""
     copies = browse(connection, store)
-    stale = [c.headers.get(COPY_ID_PROPERTY, "") for c in copies[:-1]]
-    stale = [rid for rid in stale if rid and "'" not in rid][:100]
-    if not stale:
+    taken = _take(connection, store, copies[:-1])
+    if taken is None:
         return 0
-    quoted = ", ".join(f"'{rid}'" for rid in stale)
-    spec = SubscriptionSpec(
-        sub_id=f"{connection.connection_id}-retained-{next(_sub_ids)}",
-        destination=store,
-        selector=f"{COPY_ID_PROPERTY} IN ({quoted})",
-        prefetch=len(stale),
-    )
-    sink = _subscribe(connection, spec)
+    spec, got = taken
     try:
-        deadline = time.monotonic() + PRUNE_WAIT_S
-        complete = lambda: len(sink._items) >= len(stale)  # noqa: E731
-        got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
-        if len(got) < len(stale):
-            # Missing ones were most likely taken by a concurrent pruner: wait on only if still there.
-            missing = set(stale) - {c.headers.get(COPY_ID_PROPERTY) for c in got}
-            if missing & {c.headers.get(COPY_ID_PROPERTY) for c in browse(connection, store)}:
-                got = sink.wait(complete, deadline)
         wire = connection.wire_for_use()
         for incoming in got:
             wire.request(connection.adapter.ack_frame(incoming, None))
         return len(got)
     finally:
         _unsubscribe(connection, spec)
+
+
+def _take(
+    connection: Connection, store: Queue, copies: list[IncomingMessage]
+) -> tuple[SubscriptionSpec, list[IncomingMessage]] | None:
+    """Subscribe to ``store`` for exactly the browsed ``copies`` (selector on their ids) and return the
+    subscription with those that arrived, unacknowledged; None when there is nothing to take. The caller
+    acknowledges (in its transaction or not) and then unsubscribes, which gives back what it did not ack."""
+    wanted = [c.headers.get(COPY_ID_PROPERTY, "") for c in copies]
+    wanted = [rid for rid in wanted if rid and "'" not in rid][:100]
+    if not wanted:
+        return None
+    quoted = ", ".join(f"'{rid}'" for rid in wanted)
+    spec = SubscriptionSpec(
+        sub_id=f"{connection.connection_id}-retained-{next(_sub_ids)}",
+        destination=store,
+        selector=f"{COPY_ID_PROPERTY} IN ({quoted})",
+        prefetch=len(wanted),
+    )
+    sink = _subscribe(connection, spec)
+    try:
+        deadline = time.monotonic() + PRUNE_WAIT_S
+        complete = lambda: len(sink._items) >= len(wanted)  # noqa: E731
+        got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
+        while len(got) < len(wanted) and time.monotonic() < deadline:
+            # Missing ones are most likely being taken by a concurrent publisher: wait on only while
+            # they are still in the queue.
+            missing = set(wanted) - {c.headers.get(COPY_ID_PROPERTY) for c in got}
+            if not missing & {c.headers.get(COPY_ID_PROPERTY) for c in browse(connection, store)}:
+                break
+            got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
+    except BaseException:
+        _unsubscribe(connection, spec)
+        raise
+    return spec, got
 
 
 # -- on-request-only subscriptions and request update -------------------------------------------------------

@@ -34,7 +34,9 @@ from jmslike import (
     TextMessage,
 )
 from jmslike.conformance.suite.helpers import receive_all, text_of, wait_until
-from jmslike.retained import ON_REQUEST_PREFIX, RETAINED_PROPERTY
+from jmslike.conformance.suite.probe import probe_for
+from jmslike.contract import RETAINED_STORE_PREFIX
+from jmslike.retained import ON_REQUEST_PREFIX, RETAINED_PROPERTY, Envelope
 
 RECEIVE_MS = 5000
 QUIET_MS = 500
@@ -94,7 +96,7 @@ def updates(consumer: MessageConsumer) -> dict[str, str]:
     return {str(m.getJMSDestination().name): text_of(m) for m in got}  # type: ignore[union-attr]
 
 
-def test_retain_replace_clear(connect: Callable[..., Connection], unique_name: str) -> None:
+def test_retain_replace_clear(broker: Any, connect: Callable[..., Connection], unique_name: str) -> None:
     topic = f"{unique_name}/State/LatestScore"
     publisher = connect()
     live_session = connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
@@ -111,6 +113,11 @@ def test_retain_replace_clear(connect: Callable[..., Connection], unique_name: s
         subscriber.requestUpdate()
     retain(publisher, topic, "3-0")
     assert updates(subscriber) == {topic.replace("/", "."): "3-0"}, "retained again after a clear"
+    # The broker holds exactly one copy: the older ones are gone, not just hidden (raw probe).
+    held = probe_for(broker).queue_bodies(RETAINED_STORE_PREFIX + topic.replace("/", "."))
+    assert len(held) == 1, f"the store holds {len(held)} copies"
+    copy = Envelope.decode(held[0].encode())
+    assert copy is not None and copy.body == b"3-0" and not copy.clear
     retain(publisher, topic, None)  # a null body clears too
     with pytest.raises(NoRetainedMessageException):
         subscriber.requestUpdate()
@@ -373,7 +380,9 @@ def test_bad_input(connect: Callable[..., Connection], unique_name: str) -> None
         session.createTopic("a//b")
 
 
-def test_concurrent_publishers_leave_one_latest(connect: Callable[..., Connection], unique_name: str) -> None:
+def test_concurrent_publishers_leave_one_latest(
+    broker: Any, connect: Callable[..., Connection], unique_name: str
+) -> None:
     sent: list[str] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
@@ -400,6 +409,8 @@ def test_concurrent_publishers_leave_one_latest(connect: Callable[..., Connectio
     assert len(result) == 1 and result[unique_name] in sent
     retain(connect(), unique_name, "final")
     assert updates(subscriber) == {unique_name: "final"}
+    # A later, lone send leaves exactly one copy on the broker, whatever the race left behind (raw probe).
+    assert len(probe_for(broker).queue_bodies(RETAINED_STORE_PREFIX + unique_name)) == 1
 
 
 @pytest.mark.restart

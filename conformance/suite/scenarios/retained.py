@@ -24,6 +24,7 @@ from jmslike import (
 from jmslike.conformance.suite import Context, restart_scenario, scenario
 from jmslike.conformance.suite.helpers import expect_raises, publish, receive_all, text_of
 from jmslike.conformance.suite.probe import ProbeUnavailable
+from jmslike.contract import RETAINED_STORE_PREFIX as STORE_PREFIX
 from jmslike.retained import ON_REQUEST_PREFIX, RETAINED_PROPERTY
 
 CAT = "retained"
@@ -88,6 +89,12 @@ def retain_replace_clear(ctx: Context) -> None:
     no_update(subscriber, "request update after an empty-body retained publication")
     retain(publisher, topic, "3-0")
     assert updates(subscriber) == {key: "3-0"}
+    try:
+        held = ctx.probe.queue_bodies(STORE_PREFIX + key)
+    except ProbeUnavailable as exc:
+        ctx.note(f"raw probe skipped: {exc}")
+        return
+    assert len(held) == 1, f"the broker holds {len(held)} retained copies of the topic, not only the latest"
 
 
 @scenario(
