@@ -12,6 +12,9 @@ StompSubscription; confirmed by the integration tests):
   ``content-length`` (safe for any body) and still reach Java peers as TextMessage.
 - ABORT does not redeliver and NACK sends to the DLQ: jmslike redelivers locally instead.
 - Temporary destinations created by another connection arrive as ``/remote-temp-queue/ID:...``.
+- Browsing a queue whose name has wildcards (``/queue/jmslike.retained.Sport.>``) browses every matching
+  queue and ends with one ``browser:end``; ``>`` also matches zero levels. Retained publications rely on
+  it: the broker resolves a request update's wildcard (docs/retained.md).
 - Java MapMessages cross only through the broker's XStream ``JmsFrameTranslator``: opt-in with the URL
   option ``activemq_map_transformation=true`` (see :mod:`adapters.activemq_map` and docs/interop.md).
   Off by default because a broker without XStream on its classpath drops the STOMP connection as soon as

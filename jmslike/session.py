@@ -603,8 +603,8 @@ class Session:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
-        self._await_deferred_receipts()
         tasks, self._after_commit = self._after_commit, []
+        self._await_deferred_receipts()
         for task in tasks:
             task()
         if not acks_in_transaction:
