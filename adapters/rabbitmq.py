@@ -55,7 +55,7 @@ from jmslike.exceptions import (
     InvalidDestinationException,
     JMSException,
 )
-from jmslike.topics import from_broker, matches, to_broker
+from jmslike.topics import from_broker, is_wildcard, matches, to_broker
 
 from .dialect import ORIGIN_HEADER, STANDARD_HEADERS, StompDialect
 from .rabbitmq_management import RabbitMQManagement
@@ -296,6 +296,8 @@ class RabbitMQAdapter(StompDialect):
         each one's copy with a management GET that requeues it (nothing is consumed)."""
         management = self.management()
         pattern = from_broker(store.name[len(RETAINED_STORE_PREFIX) :], self.topic_syntax)
+        if not is_wildcard(pattern):  # one topic: its queue, without listing them all
+            return self._peek(management, store.name)
         bodies: list[bytes] = []
         for queue in management.queue_names(self._vhost, RETAINED_STORE_PREFIX):
             if matches(pattern, from_broker(queue[len(RETAINED_STORE_PREFIX) :], self.topic_syntax)):
@@ -309,6 +311,8 @@ class RabbitMQAdapter(StompDialect):
         pause = threading.Event()
         for delay in (*RETAINED_PEEK_BACKOFF_S, None):
             found = management.peek_messages(self._vhost, queue, RETAINED_PEEK_COUNT)
+            if found is None:  # no such queue: nothing was ever retained on that topic
+                return []
             if found or delay is None:
                 return found
             pause.wait(delay)

@@ -69,16 +69,18 @@ class RabbitMQManagement:
         result = self._call("GET", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
         return result if isinstance(result, dict) else None
 
-    def peek_messages(self, vhost: str, name: str, count: int) -> list[bytes]:
+    def peek_messages(self, vhost: str, name: str, count: int) -> list[bytes] | None:
         """The bodies of up to ``count`` messages at the head of a queue, in order, left in the queue
-        (``ack_requeue_true``: got and requeued by the broker). A missing queue gives []."""
+        (``ack_requeue_true``: got and requeued by the broker); None when there is no such queue."""
         result = self._call(
             "POST",
             f"/api/queues/{_quote(vhost)}/{_quote(name)}/get",
             {"count": count, "ackmode": "ack_requeue_true", "encoding": "base64"},
         )
+        if not isinstance(result, list):
+            return None
         bodies = []
-        for item in result if isinstance(result, list) else []:
+        for item in result:
             payload = str(item.get("payload", ""))
             if item.get("payload_encoding") == "base64":
                 bodies.append(base64.b64decode(payload))
