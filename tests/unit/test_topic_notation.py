@@ -120,7 +120,16 @@ def test_envelope_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [b"", b"not json", b"[]", b'{"v": 99}', b'{"v":1,"topic":"t","headers":{},"body":"%%"}']
+    "data",
+    [
+        b"",
+        b"not json",
+        b"[]",
+        b'{"v": 99}',
+        b'{"v":1,"topic":"t","headers":{},"body":"%%"}',
+        b'{"v":1,"topic":"t","headers":{},"body":"\\u0080"}',
+        b'{"v":1,"topic":"t","headers":[],"body":""}',
+    ],
 )
 def test_envelope_decode_never_raises(data: bytes) -> None:
     assert Envelope.decode(data) is None
