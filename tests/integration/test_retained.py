@@ -474,3 +474,37 @@ def test_concurrent_request_updates_all_see_it(connect: Callable[..., Connection
         thread.join(120)
     assert not errors, errors
     assert counts == [1] * 40
+
+
+@pytest.mark.restart
+@pytest.mark.slow
+def test_on_request_subscriber_survives_reconnect(
+    broker: Any, connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """With ?reconnect=true the same subscriber object works after the broker came back (re-subscribed to
+    its parking topic, so still no live traffic)."""
+    retain(connect(), unique_name, "before")
+    connection = connect(
+        f"reconnect-{uuid.uuid4().hex[:8]}", url_options="reconnect=true&reconnect_attempts=60"
+    )
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    subscriber = session.createDurableSubscriber(session.createTopic(unique_name), "rc", onRequestOnly=True)
+    broker.restart("graceful")
+    counts: list[int] = []
+
+    def answered() -> bool:
+        try:
+            counts.append(subscriber.requestUpdate())
+        except JMSException:
+            return False  # still reconnecting
+        return True
+
+    wait_until(answered, 60.0, "a request update after the reconnect")
+    assert counts == [1]
+    assert text_of(subscriber.receive(RECEIVE_MS)) == "before"
+    retain(connect(), unique_name, "live-after")
+    message = subscriber.receive(QUIET_MS)
+    assert message is None, "the re-subscribed on-request-only subscription got live traffic"
+    assert updates(subscriber) == {unique_name: "live-after"}
+    subscriber.close()
+    session.unsubscribe("rc")
