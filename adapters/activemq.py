@@ -12,6 +12,9 @@ StompSubscription; confirmed by the integration tests):
   ``content-length`` (safe for any body) and still reach Java peers as TextMessage.
 - ABORT does not redeliver and NACK sends to the DLQ: jmslike redelivers locally instead.
 - Temporary destinations created by another connection arrive as ``/remote-temp-queue/ID:...``.
+- Browsing a queue whose name has wildcards (``/queue/jmslike.retained.Sport.>``) browses every matching
+  queue and ends with one ``browser:end``; ``>`` also matches zero levels. Retained publications rely on
+  it: the broker resolves a request update's wildcard (docs/retained.md).
 - Java MapMessages cross only through the broker's XStream ``JmsFrameTranslator``: opt-in with the URL
   option ``activemq_map_transformation=true`` (see :mod:`adapters.activemq_map` and docs/interop.md).
   Off by default because a broker without XStream on its classpath drops the STOMP connection as soon as
@@ -31,6 +34,7 @@ from jmslike.exceptions import IllegalStateException, InvalidDestinationExceptio
 from jmslike.messages import MapMessage
 from jmslike.properties import TypedValue
 from jmslike.serializers import SerializerRegistry
+from jmslike.topics import TopicSyntax
 
 from . import activemq_map
 from .dialect import STANDARD_HEADERS, StompDialect
@@ -64,7 +68,11 @@ class ActiveMQAdapter(StompDialect):
         single_durable_consumer=True,
         broker_redelivery_flag=True,
         admin=False,
+        # No broker feature keeps the latest message durably (ActiveMQ.Retain is memory only): jmslike
+        # stores copies in queues and removes older ones; the broker resolves wildcards when browsing.
+        retained="jmslike",
     )
+    topic_syntax = TopicSyntax(separator=".", single="*", multi=">")
     # StompWireFormat: MAX_HEADER_LENGTH, MAX_HEADERS, MAX_DATA_LENGTH (fatal protocol errors if exceeded).
     max_header_line_bytes = 10 * 1024
     max_headers = 1000

@@ -75,6 +75,7 @@ from jmslike.exceptions import (
     UnsupportedFeatureException,
 )
 from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, Not, Or
+from jmslike.topics import to_broker
 
 from .dialect import ID_HEADER, STANDARD_HEADERS, StompDialect
 from .transport import StompWire
@@ -657,6 +658,9 @@ class ArtemisAdapter(StompDialect):
         broker_redelivery_flag=True,
         admin=False,
         transactional_acks=False,  # Artemis applies an ACK at once, even inside a transaction
+        # Last-value queues would keep the latest, but STOMP cannot declare one and there is no STOMP
+        # browser to read it without consuming: refused until a management-based store is written.
+        retained="none",
     )
     reserved_headers = STANDARD_HEADERS | {
         DESTINATION_TYPE_HEADER,
@@ -750,6 +754,8 @@ class ArtemisAdapter(StompDialect):
 
     def destination_name(self, destination: Destination) -> str:
         routing_type(destination)  # refuses kinds Artemis cannot address
+        if type(destination) is Topic:  # the portable notation (jmslike.topics) in Artemis's syntax
+            return to_broker(destination.name, self.topic_syntax)
         return destination.name
 
     def reply_to_name(self, destination: Destination) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from jmslike.config import ConnectionConfig
 from jmslike.constants import DeliveryMode
 from jmslike.contract import (
+    Browse,
     Capabilities,
     Frame,
     IncomingMessage,
@@ -34,6 +35,7 @@ from jmslike.exceptions import (
     MessageFormatException,
     ResourceAllocationException,
 )
+from jmslike.topics import TopicSyntax, to_broker
 
 # jmslike's own headers: a stable message ID (brokers' message-id changes on redelivery on some brokers
 # and is unknown to the sender on all), the message type, and the property type sidecar.
@@ -102,6 +104,7 @@ class StompDialect:
     transactional_send_receipts = True
     _parsed_destinations: dict[str, Destination | None]
     temporary_names_are_local = True
+    topic_syntax = TopicSyntax(separator=".", single="*", multi="#")
     # The broker's frame limits; exceeding one makes brokers drop the whole connection, so jmslike
     # refuses such a message before sending it. None = no known limit.
     max_header_line_bytes: int | None = None
@@ -134,6 +137,8 @@ class StompDialect:
     def destination_name(self, destination: Destination) -> str:
         for prefix, kind in self._prefixes.items():
             if type(destination) is kind:
+                if kind is Topic:  # the portable notation (jmslike.topics) in this broker's syntax
+                    return prefix + to_broker(destination.name, self.topic_syntax)
                 return prefix + destination.name
         raise InvalidDestinationException(f"{self.display_name} cannot address {destination}")
 
@@ -182,6 +187,10 @@ class StompDialect:
 
     def origin_of(self, incoming: IncomingMessage) -> str | None:
         return incoming.headers.get(ORIGIN_HEADER)
+
+    def read_retained(self, wire: Wire, store: Queue, browse: Browse) -> list[bytes]:
+        """Default: a STOMP browse of the store queue; the broker resolves a wildcard in its name."""
+        return [incoming.body for incoming in browse(store)]
 
     # -- messages -------------------------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ Facts this adapter relies on (rabbitmq_stomp 3.10 source, confirmed on a real br
 - Cancelling a consumer does not give its unacknowledged messages back (AMQP keeps them on the channel
   until it closes), so jmslike NACKs them, which on RabbitMQ requeues them flagged redelivered.
 - Receipts for SENDs inside a transaction are held until COMMIT.
+- Retained publications: one durable queue per topic, ``jmslike.retained.<topic>``, declared with
+  ``x-max-length: 1`` on SEND (the default overflow, drop-head, keeps the newest); read with the management
+  API's GET with requeue, because STOMP has no browse (docs/retained.md).
 - Temporary queues are exclusive queues of the connection, sent to as ``/amq/queue/`` (which does not
   declare, as a SEND to ``/queue/`` would, and fails on another connection's exclusive queue).
 """
@@ -32,16 +35,27 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Callable, Mapping
 
 from jmslike.config import ConnectionConfig
-from jmslike.contract import Capabilities, Frame, IncomingMessage, OutgoingMessage, SubscriptionSpec, Wire
+from jmslike.contract import (
+    RETAINED_STORE_PREFIX,
+    Browse,
+    Capabilities,
+    Frame,
+    IncomingMessage,
+    OutgoingMessage,
+    SubscriptionSpec,
+    Wire,
+)
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     InvalidClientIDException,
     InvalidDestinationException,
     JMSException,
 )
+from jmslike.topics import from_broker, is_wildcard, matches, to_broker
 
 from .dialect import ORIGIN_HEADER, STANDARD_HEADERS, StompDialect
 from .rabbitmq_management import RabbitMQManagement
@@ -50,6 +64,14 @@ TEMPORARY_PREFIX = "jmslike-tmp-"
 DURABLE_PREFIX = "jmslike.durable."
 LOCK_PREFIX = "jmslike.client-id."
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
+RETAINED_PEEK_COUNT = 8  # a store queue holds one copy; more only for an instant under concurrency
+RETAINED_PEEK_BACKOFF_S = (0.01, 0.02, 0.04, 0.08, 0.16)
+
+
+def is_retained_store(destination: Destination) -> bool:
+    return type(destination) is Queue and destination.name.startswith(RETAINED_STORE_PREFIX)
 
 
 def queue_part(text: str) -> str:
@@ -93,6 +115,9 @@ class RabbitMQAdapter(StompDialect):
         single_durable_consumer=True,
         broker_redelivery_flag=True,
         admin=False,
+        # Each topic's store is a durable queue with x-max-length=1: the broker drops the older copy
+        # (drop-head) in its own arrival order, so concurrent publishers need no coordination.
+        retained="broker",
     )
     reserved_headers = STANDARD_HEADERS | {
         "expiration",
@@ -168,7 +193,7 @@ class RabbitMQAdapter(StompDialect):
         if isinstance(destination, Queue):
             return f"/queue/{destination.name}"
         if isinstance(destination, Topic):
-            return f"/topic/{destination.name}"
+            return f"/topic/{to_broker(destination.name, self.topic_syntax)}"
         raise InvalidDestinationException(f"RabbitMQ cannot address {destination}")
 
     def parse_destination(self, name: str) -> Destination | None:
@@ -255,9 +280,43 @@ class RabbitMQAdapter(StompDialect):
             headers["expiration"] = str(message.time_to_live)
         if message.origin:
             headers[ORIGIN_HEADER] = message.origin
-        if self._max_priority and type(message.destination) is Queue:
+        if is_retained_store(message.destination):
+            # SEND declares the queue: always with the same arguments (another set would be refused with
+            # PRECONDITION_FAILED, closing the connection), so no x-max-priority here.
+            headers["x-max-length"] = "1"
+        elif self._max_priority and type(message.destination) is Queue:
             headers["x-max-priority"] = str(self._max_priority)  # SEND declares the queue too
         return headers
+
+    # -- retained publications ------------------------------------------------------------------------
+
+    def read_retained(self, wire: Wire, store: Queue, browse: Browse) -> list[bytes]:
+        """RabbitMQ's STOMP cannot browse, nor resolve a wildcard over queue names: list the store queues
+        through the management API, match their topics against the subscription's pattern here, and read
+        each one's copy with a management GET that requeues it (nothing is consumed)."""
+        management = self.management()
+        pattern = from_broker(store.name[len(RETAINED_STORE_PREFIX) :], self.topic_syntax)
+        if not is_wildcard(pattern):  # one topic: its queue, without listing them all
+            return self._peek(management, store.name)
+        bodies: list[bytes] = []
+        for queue in management.queue_names(self._vhost, RETAINED_STORE_PREFIX):
+            if matches(pattern, from_broker(queue[len(RETAINED_STORE_PREFIX) :], self.topic_syntax)):
+                bodies.extend(self._peek(management, queue))
+        return bodies
+
+    def _peek(self, management: RabbitMQManagement, queue: str) -> list[bytes]:
+        """A GET holds the copy until it requeues it, so a concurrent reader finds the queue empty for
+        those milliseconds: an empty answer is asked again a few times (a queue whose copy expired or was
+        lost in a restart stays empty and costs the whole back-off, RETAINED_PEEK_BACKOFF_S)."""
+        pause = threading.Event()
+        for delay in (*RETAINED_PEEK_BACKOFF_S, None):
+            found = management.peek_messages(self._vhost, queue, RETAINED_PEEK_COUNT)
+            if found is None:  # no such queue: nothing was ever retained on that topic
+                return []
+            if found or delay is None:
+                return found
+            pause.wait(delay)
+        return []
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:
         if re.search(r"not_found|NOT_FOUND", message):

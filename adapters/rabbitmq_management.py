@@ -33,10 +33,13 @@ class RabbitMQManagement:
     def __repr__(self) -> str:
         return f"RabbitMQManagement({self._base!r})"
 
-    def _call(self, method: str, path: str) -> Any:
-        request = urllib.request.Request(
-            self._base + path, method=method, headers={"Authorization": self._auth}
-        )
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        headers = {"Authorization": self._auth}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["content-type"] = "application/json"
+        request = urllib.request.Request(self._base + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
                 data = response.read()
@@ -51,8 +54,9 @@ class RabbitMQManagement:
             raise JMSException(f"RabbitMQ management API {method} {path} failed: HTTP {exc.code}") from exc
         except (urllib.error.URLError, OSError) as exc:
             raise ManagementUnavailable(
-                f"RabbitMQ management API not reachable at {self._base} ({exc}); durable subscriptions on "
-                "RabbitMQ need the rabbitmq_management plugin: enable it, or set ?management_url=... in the URL"
+                f"RabbitMQ management API not reachable at {self._base} ({exc}); durable subscriptions and "
+                "request update (retained publications) on RabbitMQ need the rabbitmq_management plugin: "
+                "enable it, or set ?management_url=... in the URL"
             ) from exc
         return json.loads(data) if data else None
 
@@ -64,6 +68,25 @@ class RabbitMQManagement:
     def queue(self, vhost: str, name: str) -> dict[str, Any] | None:
         result = self._call("GET", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
         return result if isinstance(result, dict) else None
+
+    def peek_messages(self, vhost: str, name: str, count: int) -> list[bytes] | None:
+        """The bodies of up to ``count`` messages at the head of a queue, in order, left in the queue
+        (``ack_requeue_true``: got and requeued by the broker); None when there is no such queue."""
+        result = self._call(
+            "POST",
+            f"/api/queues/{_quote(vhost)}/{_quote(name)}/get",
+            {"count": count, "ackmode": "ack_requeue_true", "encoding": "base64"},
+        )
+        if not isinstance(result, list):
+            return None
+        bodies = []
+        for item in result:
+            payload = str(item.get("payload", ""))
+            if item.get("payload_encoding") == "base64":
+                bodies.append(base64.b64decode(payload))
+            else:
+                bodies.append(payload.encode())
+        return bodies
 
     def delete_queue(self, vhost: str, name: str) -> None:
         self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}")

@@ -88,6 +88,15 @@ class MessageConsumer:
     def getMessageListener(self) -> MessageListener | None:
         return self._listener
 
+    def requestUpdate(self, correlationID: str | None = None) -> int:
+        """Deliver (to receive or the listener) the current retained publication of every topic this
+        subscription matches that passes its selector, marked ``JMS_jmslike_Retained``; return how many.
+        None: NoRetainedMessageException. Only the subscription's owner may ask. With ``correlationID``
+        every delivered message carries it as JMSCorrelationID (docs/retained.md)."""
+        from jmslike.retained import request_update
+
+        return request_update(self, correlationID)
+
     def close(self) -> None:
         """Stop delivery. The broker subscription is released now, or, when messages this consumer
         delivered are still unacknowledged or in the open transaction, once the session acknowledges,

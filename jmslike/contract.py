@@ -12,13 +12,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from jmslike.destinations import Destination
+from jmslike.destinations import Destination, Queue
+from jmslike.topics import TopicSyntax
 
 if TYPE_CHECKING:
     from jmslike.config import ConnectionConfig
     from jmslike.exceptions import JMSException
 
 SelectorSupport = Literal["broker", "client", "none"]
+# Who keeps only the latest retained publication per topic: the broker itself (a queue limited to one
+# message), jmslike (it removes older copies after each retained send), or nobody (unsupported).
+RetainedSupport = Literal["broker", "jmslike", "none"]
+# Queues holding retained publications are named this prefix + the topic in the broker's syntax.
+RETAINED_STORE_PREFIX = "jmslike.retained."
+# A browse of one store queue (possibly a broker wildcard), done by the API for the adapter.
+Browse = Callable[[Queue], "list[IncomingMessage]"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,7 @@ class Capabilities:
     # sends a transaction's ACKs only after its COMMIT succeeded.
     transactional_acks: bool = True
     admin: bool = False
+    retained: RetainedSupport = "none"
 
     @classmethod
     def describe(cls) -> dict[str, str]:
@@ -60,6 +69,7 @@ class Capabilities:
             "broker_redelivery_flag": "Broker sets redelivered on redelivery",
             "transactional_acks": "Acknowledgements inside broker transactions",
             "admin": "Subscription administration",
+            "retained": "Retained publications: latest per topic kept by (broker / jmslike)",
         }
         return {f.name: names.get(f.name, f.name) for f in fields(cls)}
 
@@ -133,6 +143,9 @@ class IncomingMessage:
     headers: Mapping[str, str]
     property_headers: Mapping[str, str]
     browser_end: bool = False
+    # Delivered by jmslike itself (a retained publication handed out by requestUpdate): nothing to
+    # acknowledge on the broker.
+    local: bool = False
 
 
 class Wire(Protocol):
@@ -163,6 +176,8 @@ class Adapter(Protocol):
     # True where a temporary destination's jmslike name means "ours" to the broker (ActiveMQ), so another
     # connection must not use that name; False where the name is global (RabbitMQ).
     temporary_names_are_local: bool
+    # How the broker spells hierarchical topics (jmslike.topics maps the portable notation onto it).
+    topic_syntax: TopicSyntax
 
     def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]: ...
 
@@ -193,6 +208,10 @@ class Adapter(Protocol):
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame: ...
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]: ...
+
+    def read_retained(self, wire: Wire, store: Queue, browse: Browse) -> list[bytes]:
+        """The bodies of the retained-publication copies in the store queue(s) ``store`` names (a broker
+        wildcard when the subscription has one), in each queue's order; see docs/retained.md."""
 
 
 AdapterFactory = Callable[[], Adapter]

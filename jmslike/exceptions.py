@@ -68,6 +68,11 @@ class MessageNotWriteableException(JMSException):
     """The message body or properties are read-only (a received message)."""
 
 
+class NoRetainedMessageException(JMSException):
+    """``requestUpdate()`` found no retained publication for the subscription (none on its topics, or none
+    passing its selector); IBM MQ's MQRC_NO_RETAINED_MSG."""
+
+
 class ResourceAllocationException(JMSException):
     """The broker or the client ran out of a resource (memory, connections, window)."""
 
@@ -120,6 +125,7 @@ __all__ = [
     "MessageFormatException",
     "MessageNotReadableException",
     "MessageNotWriteableException",
+    "NoRetainedMessageException",
     "NumberFormatException",
     "ResourceAllocationException",
     "TransactionInProgressException",

@@ -115,9 +115,14 @@ class MessageProducer:
 
     # -- send -----------------------------------------------------------------------------------------
 
-    def send(self, *args: Any, completionListener: CompletionListener | None = None) -> None:
+    def send(
+        self, *args: Any, completionListener: CompletionListener | None = None, retain: bool = False
+    ) -> None:
         """``send(message[, deliveryMode, priority, timeToLive])`` or, for a producer created without a
-        destination, ``send(destination, message[, deliveryMode, priority, timeToLive])``."""
+        destination, ``send(destination, message[, deliveryMode, priority, timeToLive])``.
+
+        ``retain=True`` (topics): also keep the message as the topic's retained publication, replacing the
+        previous one; an empty body clears it (docs/retained.md). Such a send is synchronous."""
         self._check_open()
         if args and isinstance(args[0], Destination):
             if self._destination is not None:
@@ -148,6 +153,7 @@ class MessageProducer:
             _check_priority(priority),
             _check_ttl(ttl),
             completionListener,
+            retain,
         )
 
     def _send(
@@ -158,6 +164,7 @@ class MessageProducer:
         priority: int,
         ttl: int,
         listener: CompletionListener | None,
+        retain: bool = False,
     ) -> None:
         session = self._session
         connection = session.connection
@@ -190,6 +197,13 @@ class MessageProducer:
             property_headers=headers,
             origin=connection.connection_id,
         )
+        if retain:
+            from jmslike import retained
+
+            retained.publish(session, outgoing)
+            if listener is not None:
+                session.run_task(lambda: listener.onCompletion(message))
+            return
         transaction = session.transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, transaction)
         wire = connection.wire_for_use()

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jmslike import selector as selectors
+from jmslike import topics
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Frame, IncomingMessage, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, check_name
@@ -103,6 +104,7 @@ class Session:
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
         self._deferred_receipts: list[Any] = []  # transactional sends answered only after COMMIT
+        self._after_commit: list[Callable[[], None]] = []  # work that needs the transaction committed
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._stopping = False  # close() under way: no more listener deliveries
         self._rollback_only: str | None = None
@@ -146,8 +148,9 @@ class Session:
         return Queue(check_name(queueName, "queue"))
 
     def createTopic(self, topicName: str) -> Topic:
+        """A topic; hierarchical names may use the portable notation ``Sport/Soccer/#`` (jmslike.topics)."""
         self._check_open()
-        return Topic(check_name(topicName, "topic"))
+        return Topic(topics.canonical(check_name(topicName, "topic")))
 
     def createTemporaryQueue(self) -> TemporaryQueue:
         self._check_open()
@@ -211,9 +214,15 @@ class Session:
         return producer
 
     def createConsumer(
-        self, destination: Destination, messageSelector: str | None = None, noLocal: bool = False
+        self,
+        destination: Destination,
+        messageSelector: str | None = None,
+        noLocal: bool = False,
+        onRequestOnly: bool = False,
     ) -> MessageConsumer:
+        """``onRequestOnly=True`` (topics): no live traffic, only what ``requestUpdate()`` delivers."""
         from jmslike.consumer import MessageConsumer
+        from jmslike.retained import OnRequestSubscriber
 
         self._check_open()
         self._check_destination(destination)
@@ -232,12 +241,22 @@ class Session:
             client_id=self._connection.getClientID(),
             prefetch=self._connection.config.prefetch,
         )
+        if onRequestOnly:
+            return self._attach(OnRequestSubscriber(self, spec, parsed))
         return self._attach(MessageConsumer(self, spec, parsed))
 
     def createDurableSubscriber(
-        self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
+        self,
+        topic: Topic,
+        name: str,
+        messageSelector: str | None = None,
+        noLocal: bool = False,
+        onRequestOnly: bool = False,
     ) -> TopicSubscriber:
+        """``onRequestOnly=True``: the subscription gets no live traffic and builds nothing up; the owner
+        asks for the topic's retained publications with ``requestUpdate()`` (docs/retained.md)."""
         from jmslike.consumer import TopicSubscriber
+        from jmslike.retained import OnRequestSubscriber
 
         self._check_open()
         self._require("durable_subscriptions", "durable subscriptions")
@@ -267,7 +286,8 @@ class Session:
             client_id=client_id,
             prefetch=self._connection.config.prefetch,
         )
-        subscriber = self._attach(TopicSubscriber(self, spec, parsed))
+        kind = OnRequestSubscriber if onRequestOnly else TopicSubscriber
+        subscriber = self._attach(kind(self, spec, parsed))
         assert isinstance(subscriber, TopicSubscriber)
         return subscriber
 
@@ -425,7 +445,7 @@ class Session:
         """Acknowledge one message without waiting (AUTO / DUPS_OK, dropped messages). A message from
         before a connection loss belongs to the broker again: its ack would reach the new connection, where
         the id means nothing or another message, so it is not sent (the broker redelivers, flagged)."""
-        if pending.epoch != self._epoch:
+        if pending.epoch != self._epoch or pending.incoming.local:
             return
         try:
             self._connection.wire_for_use().post(self._connection.adapter.ack_frame(pending.incoming, None))
@@ -476,6 +496,7 @@ class Session:
             self._release_closed()
 
     def _send_acks(self, batch: list[Pending], transaction: str | None) -> None:
+        batch = [p for p in batch if not p.incoming.local]  # delivered by jmslike: nothing on the broker
         if not batch:
             return
         wire = self._connection.wire_for_use()
@@ -522,6 +543,10 @@ class Session:
             self._tx = tx
         return self._tx
 
+    def after_commit(self, task: Callable[[], None]) -> None:
+        """Run ``task`` once the open transaction committed (dropped if it rolls back)."""
+        self._after_commit.append(task)
+
     def defer_receipt(self, pending: Any) -> None:
         """Remember a transactional send whose receipt the broker sends only after COMMIT."""
         self._deferred_receipts.append(pending)
@@ -560,7 +585,8 @@ class Session:
             wire = self._connection.wire_for_use()
             if acks_in_transaction:
                 for _, pending in consumed:
-                    wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
+                    if not pending.incoming.local:
+                        wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
         except JMSException as exc:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
@@ -577,7 +603,10 @@ class Session:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
+        tasks, self._after_commit = self._after_commit, []
         self._await_deferred_receipts()
+        for task in tasks:
+            task()
         if not acks_in_transaction:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come
             # back flagged redelivered (at-least-once for consumption on such brokers).
@@ -604,6 +633,7 @@ class Session:
         tx, self._tx = self._tx, None
         self._rollback_only = None
         self._deferred_receipts = []  # aborted sends are never answered
+        self._after_commit = []
         if tx is not None:
             try:
                 self._connection.wire_for_use().request(Frame("ABORT", {"transaction": tx}))
@@ -814,7 +844,7 @@ class Session:
     def _hand_back(self, consumer: MessageConsumer) -> list[IncomingMessage]:
         """The closed consumer's messages that go back to the broker at detach (taken only once)."""
         with self._cond:
-            return self._orphans.pop(consumer, [])
+            return [m for m in self._orphans.pop(consumer, []) if not m.local]
 
     def _release_closed(self) -> None:
         """Detach closed consumers whose delivered messages are now settled (acked, recovered, rolled back)."""

@@ -43,6 +43,11 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ 3.10 classic queues intermittently lose confirmed persistent messages and bring back "
         "acknowledged ones after SIGKILL (see docs/conformance.md); a graceful restart keeps them",
     ),
+    ("retained", "artemis"): Expectation(
+        "unsupported",
+        "Artemis has no STOMP browser and STOMP cannot declare a last-value queue: jmslike refuses retained "
+        "publications there (docs/retained.md)",
+    ),
     ("send-to-deleted-temporary", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ drops a message sent to a deleted temporary queue without an error (unroutable publish)",

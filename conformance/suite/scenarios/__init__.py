@@ -9,6 +9,7 @@ from jmslike.conformance.suite.scenarios import (  # noqa: F401  (registration b
     durable,
     faults,
     order,
+    retained,
     selectors,
     transactions,
 )

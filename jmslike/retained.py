@@ -1,0 +1,521 @@
+"""Retained publications, subscriptions "on request only", and request update, the same on every broker.
+
+What this module owns (the design, its guarantees and its races are in docs/retained.md):
+
+- **The store.** The latest retained publication of topic T lives ON THE BROKER, in the queue
+  ``jmslike.retained.<T in the broker's topic syntax>``, as one *copy*: a bytes message whose body is an
+  :class:`Envelope` (the live publication's exact SEND headers and body, its canonical topic, the sending
+  connection, and whether it clears the topic). The copy has the publication's delivery mode, so a
+  PERSISTENT one survives a broker restart and a NON_PERSISTENT one does not, and its time to live.
+- **A retained send** (``producer.send(message, retain=True)``) publishes the live message to the topic and
+  stores the copy, in ONE STOMP transaction: the session's own when it is transacted (both commit or roll
+  back with it), else a private BEGIN/COMMIT around the two SENDs, so the broker applies both or neither.
+  A publication whose body is empty clears the topic: its copy is a *tombstone* that replaces the older
+  copy like any newer one, so clearing obeys the same ordering as replacing.
+- **Only the latest** is kept by the broker itself where it can (``Capabilities.retained == "broker"``:
+  RabbitMQ's queue with ``x-max-length=1`` drops the older copy, in its own arrival order). Elsewhere
+  (``"jmslike"``: ActiveMQ) the send's private transaction also consumes the copies committed before it
+  (browse, then a subscription selecting exactly those, ACKed in the transaction), so the old copy goes
+  exactly when the new one comes; in a transacted session, whose transaction the application owns, every
+  copy that has a later one behind it is removed after its COMMIT. Readers in any case take the LAST copy
+  of each topic in queue order, so a copy left behind by a race is never delivered instead of a newer one.
+- **Request update** reads the copies of every topic the subscription matches (the adapter resolves the
+  wildcard: a broker-side wildcard browse on ActiveMQ, the management API's queue list on RabbitMQ),
+  without consuming them, filters them by the subscription's selector and noLocal, marks each with the
+  boolean property ``JMS_jmslike_Retained`` and hands them to that subscriber's inbox (receive or
+  listener). None -> :class:`~jmslike.exceptions.NoRetainedMessageException`.
+- **On request only.** Such a subscription exists on the broker (so a durable one keeps its identity,
+  client ID and name, its one-consumer rule and survives restarts) but is bound to the parking topic
+  ``jmslike.on-request.<T>``, to which nothing is ever published: it gets no live traffic and builds
+  nothing up. Its consumer still answers ``getTopic()`` with T.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import functools
+import itertools
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from jmslike import topics
+from jmslike.body_codec import OWN_PREFIX, PTYPES_HEADER
+from jmslike.consumer import TopicSubscriber, selector_value
+from jmslike.contract import (
+    RETAINED_STORE_PREFIX,
+    Adapter,
+    Frame,
+    IncomingMessage,
+    OutgoingMessage,
+    SubscriptionSpec,
+)
+from jmslike.destinations import Destination, Queue, TemporaryTopic, Topic
+from jmslike.exceptions import (
+    ConnectionLostException,
+    InvalidDestinationException,
+    JMSException,
+    JMSSecurityException,
+    NoRetainedMessageException,
+    UnsupportedFeatureException,
+)
+
+if TYPE_CHECKING:
+    from jmslike.connection import Connection
+    from jmslike.consumer import MessageConsumer
+    from jmslike.selector import Selector
+    from jmslike.session import Session
+
+log = logging.getLogger(__name__)
+
+#: Boolean property set on every message requestUpdate delivers (JMS reserves ``JMS_<vendor>_`` names for
+#: provider-specific properties). Live publications never carry it.
+RETAINED_PROPERTY = "JMS_jmslike_Retained"
+#: Prefix of the parking topics on-request-only subscriptions are bound to (nothing is published there).
+ON_REQUEST_PREFIX = "jmslike.on-request."
+#: Property of each stored copy naming it, for the selector that removes older copies (a JMS identifier).
+COPY_ID_PROPERTY = "jmslike_rid"
+# Names of headers the dialect base64-encoded (adapters.dialect.ENCODED_HEADER; the API cannot import it).
+ENCODED_HEADER = OWN_PREFIX + "encoded"
+#: Longest store-queue name accepted (RabbitMQ's limit is 255 bytes; a longer one would kill the connection).
+MAX_STORE_NAME_BYTES = 255
+ENVELOPE_VERSION = 1
+# How long pruning waits for the stale copies it asked for; another pruner may have taken them already.
+PRUNE_WAIT_S = 2.0
+PRUNE_SETTLE_S = 0.1  # then a browse tells whether the missing copies are still there to wait for
+BROWSE_WAIT_S = 30.0
+
+_transaction_ids = itertools.count(1)
+_sub_ids = itertools.count(1)
+
+
+# -- the stored copy ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The body of a stored copy: enough to rebuild the live publication exactly as a subscriber gets it."""
+
+    topic: str  # canonical topic name (jmslike.topics)
+    origin: str  # the publishing connection, for noLocal
+    clear: bool  # a tombstone: the topic has no retained publication any more
+    headers: dict[str, str]  # the live SEND frame's headers
+    body: bytes
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "v": ENVELOPE_VERSION,
+                "topic": self.topic,
+                "origin": self.origin,
+                "clear": self.clear,
+                "headers": self.headers,
+                "body": base64.b64encode(self.body).decode("ascii"),
+            },
+            separators=(",", ":"),
+        ).encode()
+
+    @classmethod
+    def decode(cls, data: bytes) -> Envelope | None:
+        """The envelope in ``data``, or None (logged) when it is not one: never raises on broker input."""
+        try:
+            raw = json.loads(data)
+            if not isinstance(raw, dict) or raw.get("v") != ENVELOPE_VERSION:
+                raise ValueError(f"not a version {ENVELOPE_VERSION} envelope")
+            headers = raw["headers"]
+            if not isinstance(headers, dict):
+                raise ValueError("headers are not an object")
+            return cls(
+                topic=str(raw["topic"]),
+                origin=str(raw.get("origin", "")),
+                clear=bool(raw.get("clear", False)),
+                headers={str(k): str(v) for k, v in headers.items()},
+                body=base64.b64decode(str(raw["body"]), validate=True),
+            )
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:
+            log.warning("ignoring a malformed retained-publication copy (%s)", exc)
+            return None
+
+
+def store_queue(topic: Topic, adapter: Adapter) -> Queue:
+    """The queue holding ``topic``'s retained copy; with a wildcard topic, the broker pattern of queues."""
+    name = RETAINED_STORE_PREFIX + topics.to_broker(topics.canonical(topic.name), adapter.topic_syntax)
+    if len(name.encode()) > MAX_STORE_NAME_BYTES:
+        raise InvalidDestinationException(
+            f"topic {topic.name!r} is too long for retained publications: its store queue name would be "
+            f"{len(name.encode())} bytes, the limit is {MAX_STORE_NAME_BYTES}; use a shorter topic"
+        )
+    return Queue(name)
+
+
+def _require(adapter: Adapter, feature: str) -> None:
+    if adapter.capabilities.retained == "none":
+        raise UnsupportedFeatureException(
+            adapter.display_name, feature, "see docs/retained.md for the brokers that keep them"
+        )
+
+
+def _check_concrete_topic(destination: Destination, adapter: Adapter) -> Topic:
+    if not isinstance(destination, Topic) or isinstance(destination, TemporaryTopic):
+        raise InvalidDestinationException(
+            f"only a (non-temporary) Topic can carry retained publications, got {destination}"
+        )
+    syntax = adapter.topic_syntax
+    broker_levels = topics.to_broker(destination.name, syntax).split(syntax.separator)
+    if topics.is_wildcard(destination.name) or any(
+        level in (syntax.single, syntax.multi) for level in broker_levels
+    ):
+        raise InvalidDestinationException(
+            f"cannot publish to the wildcard topic {destination.name!r}; publish to one concrete topic"
+        )
+    return destination
+
+
+# -- retained send -------------------------------------------------------------------------------------
+
+
+def publish(session: Session, outgoing: OutgoingMessage) -> None:
+    """Publish ``outgoing`` live and store it as its topic's retained publication, atomically."""
+    connection = session.connection
+    adapter = connection.adapter
+    _require(adapter, "retained publications")
+    topic = _check_concrete_topic(outgoing.destination, adapter)
+    store = store_queue(topic, adapter)
+    live = adapter.send_frame(outgoing, None)  # the exact frame subscribers get; also checks limits
+    copy_id = outgoing.message_id or f"ID:{uuid.uuid4().hex}"
+    envelope = Envelope(
+        topic=topics.canonical(topic.name),
+        origin=connection.connection_id,
+        clear=not outgoing.body,
+        headers=dict(live.headers),
+        body=outgoing.body,
+    )
+    copy = OutgoingMessage(
+        destination=store,
+        message_id=copy_id,
+        timestamp=outgoing.timestamp,
+        delivery_mode=outgoing.delivery_mode,  # PERSISTENT copies survive a restart, others do not
+        priority=4,  # one priority: the queue's order stays the arrival order
+        expiration=outgoing.expiration,
+        time_to_live=outgoing.time_to_live,
+        correlation_id=None,
+        reply_to=None,
+        jms_type=None,
+        type_tag="bytes",
+        body=envelope.encode(),
+        property_headers={COPY_ID_PROPERTY: copy_id},
+        origin=connection.connection_id,
+    )
+
+    def frames(transaction: str) -> list[Frame]:
+        return [adapter.send_frame(outgoing, transaction), adapter.send_frame(copy, transaction)]
+
+    transaction = session.transaction_for_send()
+    if transaction is not None:
+        wire = connection.wire_for_use()
+        for frame in frames(transaction):
+            if adapter.transactional_send_receipts:
+                wire.request(frame)
+            else:
+                session.defer_receipt(wire.submit(frame, None))  # commit() waits for these
+        if adapter.capabilities.retained == "jmslike":
+            session.after_commit(lambda: _remove_older(connection, store, topic))  # new copy first
+    else:
+        replacing = store if adapter.capabilities.retained == "jmslike" else None
+        _send_atomically(connection, frames, replacing)
+
+
+def _remove_older(connection: Connection, store: Queue, topic: Topic) -> None:
+    try:
+        prune(connection, store)
+    except JMSException as exc:
+        # The publication is stored; an older copy left behind is never delivered (readers take the
+        # last one) and the next retained send to this topic removes it.
+        log.warning("could not remove older retained copies of %s: %s", topic.name, exc)
+
+
+def _send_atomically(
+    connection: Connection, frames: Callable[[str], list[Frame]], replacing: Queue | None = None
+) -> None:
+    """Both SENDs in a private STOMP transaction: the broker applies both or neither. With ``replacing``
+    (brokers where jmslike keeps only the latest), the copies already in that store queue are consumed in
+    the same transaction, so the replacement is atomic too."""
+    adapter = connection.adapter
+    wire = connection.wire_for_use()
+    transaction = f"{connection.connection_id}-retain{next(_transaction_ids)}"
+    wire.request(Frame("BEGIN", {"transaction": transaction}))
+    waiting: list[Any] = []
+    taken: tuple[SubscriptionSpec, list[IncomingMessage]] | None = None
+    try:
+        try:
+            if replacing is not None:
+                # Every copy committed so far is older than this one.
+                taken = _take(connection, replacing, browse(connection, replacing))
+                for incoming in taken[1] if taken is not None else []:
+                    wire.request(adapter.ack_frame(incoming, transaction))
+            for frame in frames(transaction):
+                if adapter.transactional_send_receipts:
+                    wire.request(frame)
+                else:
+                    waiting.append(wire.submit(frame, None))  # answered only after COMMIT
+        except ConnectionLostException:
+            raise  # an uncommitted transaction dies with its connection: nothing was published
+        except JMSException:
+            try:
+                wire.request(Frame("ABORT", {"transaction": transaction}))
+            except JMSException:
+                log.debug("ABORT of a failed retained send failed", exc_info=True)
+            raise
+        try:
+            wire.request(Frame("COMMIT", {"transaction": transaction}))
+        except ConnectionLostException as exc:
+            raise ConnectionLostException(
+                "the connection was lost while committing a retained publication: the outcome is unknown "
+                "(the live publication and its retained copy were applied together or not at all); publish "
+                "it again"
+            ) from exc
+    finally:
+        if taken is not None:  # after COMMIT or ABORT: what was not acknowledged goes back to the queue
+            _unsubscribe(connection, taken[0])
+    deadline = time.monotonic() + connection.config.receipt_timeout_ms / 1000
+    for item in waiting:
+        if not item.done.wait(max(0.0, deadline - time.monotonic())):
+            raise JMSException("the broker did not confirm the retained publication in time")
+        if item.error is not None:
+            raise JMSException(f"the broker refused the retained publication: {item.error}") from item.error
+
+
+# -- browsing and consuming the store, below the consumer API ---------------------------------------------
+
+
+class _Sink:
+    """Routed to by the connection like a consumer: collects a store subscription's messages."""
+
+    def __init__(self, spec: SubscriptionSpec) -> None:
+        self.spec = spec
+        self._cond = threading.Condition()
+        self._items: list[IncomingMessage] = []
+        self._ended = False
+        self._closed = False  # read by the connection's active_durable_names()
+
+    def enqueue(self, incoming: IncomingMessage) -> None:  # receiver thread
+        with self._cond:
+            if incoming.browser_end:
+                self._ended = True
+            else:
+                self._items.append(incoming)
+            self._cond.notify_all()
+
+    def wait(self, done: Callable[[], bool], deadline: float) -> list[IncomingMessage]:
+        with self._cond:
+            while not done() and time.monotonic() < deadline:
+                self._cond.wait(max(0.0, deadline - time.monotonic()))
+            return list(self._items)
+
+
+def _subscribe(connection: Connection, spec: SubscriptionSpec) -> _Sink:
+    sink = _Sink(spec)
+    connection._consumers[spec.sub_id] = sink  # type: ignore[assignment]
+    try:
+        connection.adapter.subscribe(connection.wire_for_use(), spec)
+    except BaseException:
+        connection._consumers.pop(spec.sub_id, None)
+        raise
+    return sink
+
+
+def _unsubscribe(connection: Connection, spec: SubscriptionSpec) -> None:
+    connection._consumers.pop(spec.sub_id, None)
+    try:
+        connection.adapter.detach(connection.wire_for_use(), spec, list)
+    except JMSException:
+        log.debug("detaching a retained-store subscription failed", exc_info=True)
+
+
+def browse(connection: Connection, store: Queue) -> list[IncomingMessage]:
+    """A STOMP browse of ``store`` (a broker wildcard allowed), in queue order; consumes nothing."""
+    spec = SubscriptionSpec(
+        sub_id=f"{connection.connection_id}-retained-{next(_sub_ids)}",
+        destination=store,
+        browser=True,
+        prefetch=connection.config.prefetch,
+    )
+    sink = _subscribe(connection, spec)
+    try:
+        items = sink.wait(lambda: sink._ended, time.monotonic() + BROWSE_WAIT_S)
+        if not sink._ended:
+            raise JMSException(f"the broker did not finish browsing {store.name} within {BROWSE_WAIT_S:.0f}s")
+        return items
+    finally:
+        _unsubscribe(connection, spec)
+
+
+def prune(connection: Connection, store: Queue) -> int:
+    """Consume every copy in ``store`` that has a later copy behind it; returns how many went."""
+    copies = browse(connection, store)
+    taken = _take(connection, store, copies[:-1])
+    if taken is None:
+        return 0
+    spec, got = taken
+    try:
+        wire = connection.wire_for_use()
+        for incoming in got:
+            wire.request(connection.adapter.ack_frame(incoming, None))
+        return len(got)
+    finally:
+        _unsubscribe(connection, spec)
+
+
+def _take(
+    connection: Connection, store: Queue, copies: list[IncomingMessage]
+) -> tuple[SubscriptionSpec, list[IncomingMessage]] | None:
+    """Subscribe to ``store`` for exactly the browsed ``copies`` (selector on their ids) and return the
+    subscription with those that arrived, unacknowledged; None when there is nothing to take. The caller
+    acknowledges (in its transaction or not) and then unsubscribes, which gives back what it did not ack."""
+    wanted = [c.headers.get(COPY_ID_PROPERTY, "") for c in copies]
+    wanted = [rid for rid in wanted if rid and "'" not in rid][:100]
+    if not wanted:
+        return None
+    quoted = ", ".join(f"'{rid}'" for rid in wanted)
+    spec = SubscriptionSpec(
+        sub_id=f"{connection.connection_id}-retained-{next(_sub_ids)}",
+        destination=store,
+        selector=f"{COPY_ID_PROPERTY} IN ({quoted})",
+        prefetch=len(wanted),
+    )
+    sink = _subscribe(connection, spec)
+    try:
+        deadline = time.monotonic() + PRUNE_WAIT_S
+        complete = lambda: len(sink._items) >= len(wanted)  # noqa: E731
+        got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
+        while len(got) < len(wanted) and time.monotonic() < deadline:
+            # Missing ones are most likely being taken by a concurrent publisher: wait on only while
+            # they are still in the queue.
+            missing = set(wanted) - {c.headers.get(COPY_ID_PROPERTY) for c in got}
+            if not missing & {c.headers.get(COPY_ID_PROPERTY) for c in browse(connection, store)}:
+                break
+            got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
+    except BaseException:
+        _unsubscribe(connection, spec)
+        raise
+    return spec, got
+
+
+# -- on-request-only subscriptions and request update -------------------------------------------------------
+
+
+class OnRequestSubscriber(TopicSubscriber):
+    """A subscriber "on request only": bound on the broker to a parking topic nothing is published to,
+    it receives only what :meth:`requestUpdate` hands it. ``getTopic()`` is the topic it asked for."""
+
+    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
+        adapter = session.connection.adapter
+        _require(adapter, "subscriptions on request only")
+        topic = spec.destination
+        if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
+            raise InvalidDestinationException(
+                f"a subscription on request only needs a (non-temporary) Topic, got {topic}"
+            )
+        self._requested = topic
+        store_queue(topic, adapter)  # refuses a topic too long for a store, now rather than on request
+        parking = Topic(ON_REQUEST_PREFIX + topics.canonical(topic.name))
+        super().__init__(session, dataclasses.replace(spec, destination=parking), selector)
+
+    def getDestination(self) -> Destination:
+        return self._requested
+
+    def getTopic(self) -> Topic:
+        return self._requested
+
+    @property
+    def onRequestOnly(self) -> bool:
+        return True
+
+
+def request_update(consumer: MessageConsumer, correlation_id: str | None = None) -> int:
+    """Deliver to ``consumer`` the current retained publication of every topic it matches; see module doc.
+    ``correlation_id`` replaces the publications' JMSCorrelationID (the subscriber's own tag)."""
+    consumer._check_open()
+    if correlation_id is not None and (
+        not isinstance(correlation_id, str) or any(ord(ch) < 32 for ch in correlation_id)
+    ):
+        raise JMSException(
+            f"a correlation ID must be a string without control characters, got {correlation_id!r}"
+        )
+    session = consumer._session
+    connection = session.connection
+    adapter = connection.adapter
+    _require(adapter, "request update (retained publications)")
+    topic = consumer.getDestination()
+    if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
+        raise InvalidDestinationException(
+            f"requestUpdate() needs a subscription to a (non-temporary) Topic; this consumer reads {topic}"
+        )
+    owner = consumer.spec.client_id
+    if owner != connection.getClientID():
+        raise JMSSecurityException(
+            f"only the owner of a subscription may request an update for it: it belongs to client ID "
+            f"{owner!r}, this connection is {connection.getClientID()!r}"
+        )
+    syntax = adapter.topic_syntax
+    pattern = topics.from_broker(topics.to_broker(topic.name, syntax), syntax)
+    store = store_queue(topic, adapter)
+    bodies = adapter.read_retained(connection.wire_for_use(), store, lambda q: browse(connection, q))
+    latest: dict[str, Envelope] = {}
+    for body in bodies:  # in each store queue's order: the last copy of a topic is its latest
+        envelope = Envelope.decode(body)
+        if envelope is not None and topics.matches(pattern, envelope.topic):
+            latest[envelope.topic] = envelope
+    now = int(time.time() * 1000)
+    chosen: list[IncomingMessage] = []
+    for name in sorted(latest):
+        envelope = latest[name]
+        if envelope.clear:
+            continue
+        if consumer.spec.no_local and envelope.origin == connection.connection_id:
+            continue
+        incoming = _incoming(adapter, consumer.spec.sub_id, envelope, correlation_id)
+        if incoming.expiration and incoming.expiration <= now:
+            continue
+        selector = consumer._selector
+        if selector is not None and not selector.matches(functools.partial(selector_value, incoming)):
+            continue
+        chosen.append(incoming)
+    if not chosen:
+        selector_text = consumer.getMessageSelector()
+        raise NoRetainedMessageException(
+            f"no retained publication for topic {topic.name!r}"
+            + (f" passes the selector {selector_text!r}" if selector_text else "")
+            + " (none was published with retain=True, or it was cleared or has expired)"
+        )
+    for incoming in chosen:
+        consumer.enqueue(incoming)
+    return len(chosen)
+
+
+def _incoming(
+    adapter: Adapter, sub_id: str, envelope: Envelope, correlation_id: str | None = None
+) -> IncomingMessage:
+    """The stored publication as a delivery to ``sub_id``, marked retained, with nothing to acknowledge."""
+    headers = dict(envelope.headers)
+    headers["subscription"] = sub_id
+    if correlation_id is not None:
+        headers["correlation-id"] = correlation_id
+        encoded = [n for n in headers.get(ENCODED_HEADER, "").split(",") if n and n != "correlation-id"]
+        headers.pop(ENCODED_HEADER, None)
+        if encoded:
+            headers[ENCODED_HEADER] = ",".join(encoded)
+    headers[RETAINED_PROPERTY] = "true"
+    sidecar = headers.get(PTYPES_HEADER, "")
+    headers[PTYPES_HEADER] = (
+        f"{sidecar};{RETAINED_PROPERTY}=boolean" if sidecar else f"{RETAINED_PROPERTY}=boolean"
+    )
+    incoming = adapter.decode_message(Frame("MESSAGE", headers, envelope.body))
+    return dataclasses.replace(incoming, sub_id=sub_id, ack_id="", redelivered=False, local=True)
