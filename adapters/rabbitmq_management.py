@@ -33,10 +33,13 @@ class RabbitMQManagement:
     def __repr__(self) -> str:
         return f"RabbitMQManagement({self._base!r})"
 
-    def _call(self, method: str, path: str) -> Any:
-        request = urllib.request.Request(
-            self._base + path, method=method, headers={"Authorization": self._auth}
-        )
+    def _call(self, method: str, path: str, body: Any = None) -> Any:
+        headers = {"Authorization": self._auth}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["content-type"] = "application/json"
+        request = urllib.request.Request(self._base + path, method=method, headers=headers, data=data)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as response:
                 data = response.read()
@@ -64,6 +67,16 @@ class RabbitMQManagement:
     def queue(self, vhost: str, name: str) -> dict[str, Any] | None:
         result = self._call("GET", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
         return result if isinstance(result, dict) else None
+
+    def queues(self, vhost: str, prefix: str) -> list[dict[str, Any]]:
+        """Full records (arguments, consumers, messages, idle_since) of the queues starting with ``prefix``."""
+        queues = self._call("GET", f"/api/queues/{_quote(vhost)}") or []
+        return [q for q in queues if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)]
+
+    def declare_queue(self, vhost: str, name: str, arguments: dict[str, Any]) -> None:
+        """Declare a durable queue with ``arguments`` (a no-op if it exists: arguments are not changed)."""
+        body = {"durable": True, "auto_delete": False, "arguments": arguments}
+        self._call("PUT", f"/api/queues/{_quote(vhost)}/{_quote(name)}", body)
 
     def delete_queue(self, vhost: str, name: str) -> None:
         self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}")

@@ -24,6 +24,7 @@ from jmslike.serializers import SerializerRegistry
 
 if TYPE_CHECKING:
     from jmslike.session import Pending, Session
+    from jmslike.subscriptions import DurableDefinition
 
 MessageListener = Callable[[Message], None]
 
@@ -158,6 +159,33 @@ class MessageConsumer:
 
 class TopicSubscriber(MessageConsumer):
     """``javax.jms.TopicSubscriber`` (durable subscriptions are created as these)."""
+
+    # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one (see
+    # jmslike.durable_subscriptions).
+    _definition: DurableDefinition | None = None
+    _companion: MessageConsumer | None = None
+
+    def close(self, removeSubscription: bool = False) -> None:
+        """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""
+        if self._closed:
+            if removeSubscription:
+                raise IllegalStateException("the subscriber is already closed; use session.unsubscribe(name)")
+            return
+        from jmslike import durable_subscriptions
+
+        durable_subscriptions.close(self, removeSubscription)
+
+    def detach(self) -> None:
+        from jmslike import durable_subscriptions
+
+        super().detach()
+        durable_subscriptions.detach_companion(self)
+
+    def accepts(self, incoming: IncomingMessage) -> bool:
+        companion = self._companion
+        if companion is not None and incoming.sub_id == companion.spec.sub_id:
+            return companion.accepts(incoming)
+        return super().accepts(incoming)
 
     def getTopic(self) -> Topic:
         destination = self.spec.destination

@@ -17,6 +17,7 @@ from jmslike.destinations import Destination
 if TYPE_CHECKING:
     from jmslike.config import ConnectionConfig
     from jmslike.exceptions import JMSException
+    from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
 SelectorSupport = Literal["broker", "client", "none"]
 
@@ -88,6 +89,11 @@ class SubscriptionSpec:
     client_id: str | None = None
     browser: bool = False
     prefetch: int = 1000
+    # Durable only: removed by the broker after this long without a consumer (0 = never), where the
+    # broker can (RabbitMQ x-expires); and the jmslike record (DurableDefinition JSON) for brokers that
+    # keep it with the subscription itself.
+    expiry_ms: int = 0
+    definition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,30 @@ class Adapter(Protocol):
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame: ...
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]: ...
+
+    def subscription_registry(self) -> SubscriptionRegistry | None:
+        """The broker's own record of durable subscriptions, or None: jmslike then keeps a catalogue
+        queue on the broker (jmslike.catalogue), where the broker can browse and select on queues."""
+
+
+class SubscriptionRegistry(Protocol):
+    """Where jmslike's durable subscription records live, per broker (see jmslike.subscriptions)."""
+
+    # True where the broker itself removes a subscription inactive for its expiry (RabbitMQ x-expires).
+    broker_expiry: bool
+
+    def lookup(self, client_id: str, name: str) -> DurableDefinition | None: ...
+
+    def attached(self, definition: DurableDefinition) -> None: ...
+
+    def detached(self, definition: DurableDefinition) -> None: ...
+
+    def removed(self, client_id: str, name: str) -> None: ...
+
+    def last_active_ms(self, client_id: str, name: str) -> int | None:
+        """When the subscription was last seen active, where jmslike enforces expiry (else None)."""
+
+    def list(self) -> list[SubscriptionInfo]: ...
 
 
 AdapterFactory = Callable[[], Adapter]

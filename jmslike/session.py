@@ -235,13 +235,40 @@ class Session:
         return self._attach(MessageConsumer(self, spec, parsed))
 
     def createDurableSubscriber(
-        self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
+        self,
+        topic: Topic,
+        name: str,
+        messageSelector: str | None = None,
+        noLocal: bool = False,
+        *,
+        inactiveSelector: str | None = None,
+        expiry_ms: int = 0,
     ) -> TopicSubscriber:
-        from jmslike.consumer import TopicSubscriber
+        """JMS's, plus MQ extras (docs/subscriptions.md): ``inactiveSelector`` keeps only matching messages
+        while no subscriber is attached; ``expiry_ms`` removes the subscription after that long inactive."""
+        self._check_open()
+        self._check_durable(topic, name)
+        from jmslike import durable_subscriptions
+
+        return durable_subscriptions.create(
+            self, topic, _check_subscription_name(name), messageSelector, noLocal, inactiveSelector, expiry_ms
+        )
+
+    def resumeDurableSubscriber(self, name: str) -> TopicSubscriber:
+        """Attach to this client ID's existing durable subscription ``name`` without restating its topic or
+        selector; an unknown name is ``InvalidDestinationException``."""
+        from jmslike import durable_subscriptions
 
         self._check_open()
         self._require("durable_subscriptions", "durable subscriptions")
-        if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
+        self._require_client_id("resume a durable subscription")
+        name = _check_subscription_name(name)
+        self._check_durable(None, name)
+        return durable_subscriptions.resume(self, name)
+
+    def _check_durable(self, topic: Topic | None, name: str) -> None:
+        self._require("durable_subscriptions", "durable subscriptions")
+        if topic is not None and (not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic)):
             raise InvalidDestinationException(
                 f"a durable subscription needs a (non-temporary) Topic, got {topic!r}"
             )
@@ -257,19 +284,6 @@ class Session:
                 f"the closed subscriber of durable subscription {name!r} still has unacknowledged messages, "
                 "so its subscription stays attached: acknowledge, recover, commit or roll back first"
             )
-        parsed = self._parse_selector(messageSelector, topic)
-        spec = SubscriptionSpec(
-            sub_id=self._connection.next_sub_id(),
-            destination=topic,
-            selector=parsed.render() if parsed is not None else None,
-            no_local=bool(noLocal),
-            durable_name=name,
-            client_id=client_id,
-            prefetch=self._connection.config.prefetch,
-        )
-        subscriber = self._attach(TopicSubscriber(self, spec, parsed))
-        assert isinstance(subscriber, TopicSubscriber)
-        return subscriber
 
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
         from jmslike.consumer import QueueBrowser
@@ -296,6 +310,11 @@ class Session:
                     "acknowledge, commit or roll back before unsubscribe"
                 )
         self._connection.adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
+        from jmslike.catalogue import optional_registry
+
+        registry = optional_registry(self._connection)
+        if registry is not None:
+            registry.removed(client_id, name)
 
     def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
         self._connection.register_consumer(consumer)
