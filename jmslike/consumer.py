@@ -165,6 +165,17 @@ class TopicSubscriber(MessageConsumer):
     _definition: DurableDefinition | None = None
     _companion: MessageConsumer | None = None
 
+    def getMessageSelector(self) -> str | None:
+        """The application's selector (a persistence-filtered subscription's inactive selector is apart)."""
+        if self._definition is not None:
+            self._check_open()
+            return self._definition.selector
+        return super().getMessageSelector()
+
+    def getInactiveSelector(self) -> str | None:
+        """MQ extra: the selector of what is kept while no subscriber is attached (None = everything)."""
+        return self._definition.inactive_selector if self._definition is not None else None
+
     def close(self, removeSubscription: bool = False) -> None:
         """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""
         if self._closed:

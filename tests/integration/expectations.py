@@ -43,6 +43,11 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ 3.10 classic queues intermittently lose confirmed persistent messages and bring back "
         "acknowledged ones after SIGKILL (see docs/conformance.md); a graceful restart keeps them",
     ),
+    ("inactive-selector-storage", "rabbitmq"): Expectation(
+        "deviation",
+        "RabbitMQ cannot filter on the broker: messages that fail an inactiveSelector are stored while the "
+        "subscriber is away and discarded by jmslike when it reconnects (never delivered)",
+    ),
     ("send-to-deleted-temporary", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ drops a message sent to a deleted temporary queue without an error (unroutable publish)",
