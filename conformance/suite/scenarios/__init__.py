@@ -10,5 +10,6 @@ from jmslike.conformance.suite.scenarios import (  # noqa: F401  (registration b
     faults,
     order,
     selectors,
+    subscriptions,
     transactions,
 )
