@@ -63,7 +63,7 @@ class ActiveMQAdapter(StompDialect):
         client_id_enforced=True,
         single_durable_consumer=True,
         broker_redelivery_flag=True,
-        admin=False,
+        admin=True,
     )
     # StompWireFormat: MAX_HEADER_LENGTH, MAX_HEADERS, MAX_DATA_LENGTH (fatal protocol errors if exceeded).
     max_header_line_bytes = 10 * 1024

@@ -97,7 +97,7 @@ class RabbitMQAdapter(StompDialect):
         client_id_enforced=True,
         single_durable_consumer=True,
         broker_redelivery_flag=True,
-        admin=False,
+        admin=True,
     )
     reserved_headers = STANDARD_HEADERS | {
         "expiration",
