@@ -116,9 +116,9 @@ class RabbitMQRegistry:
     def removed(self, client_id: str, name: str) -> None:
         """Nothing to write: deleting the queue deleted the record."""
 
-    def last_active_ms(self, client_id: str, name: str) -> int | None:
-        """None: RabbitMQ enforces expiry itself (x-expires)."""
-        return None
+    def expiry_state(self, client_id: str, name: str) -> tuple[int, int | None]:
+        """Nothing for jmslike to enforce: RabbitMQ expires the queue itself (x-expires)."""
+        return 0, None
 
     def list(self) -> list[SubscriptionInfo]:
         rows = [info_of(q) for q in self._management.queues(self._vhost, DURABLE_PREFIX)]

@@ -219,8 +219,9 @@ class SubscriptionRegistry(Protocol):
 
     def removed(self, client_id: str, name: str) -> None: ...
 
-    def last_active_ms(self, client_id: str, name: str) -> int | None:
-        """When the subscription was last seen active, where jmslike enforces expiry (else None)."""
+    def expiry_state(self, client_id: str, name: str) -> tuple[int, int | None]:
+        """Where jmslike enforces expiry: the recorded expiry (0 = none or unknown subscription) and when
+        the subscription was last seen active (None = never inactive). Brokers that expire: (0, None)."""
 
     def list(self) -> list[SubscriptionInfo]: ...
 

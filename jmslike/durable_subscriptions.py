@@ -165,11 +165,8 @@ def _expire_if_due(
     """Where jmslike enforces expiry: delete the subscription if it has been inactive too long."""
     if registry.broker_expiry:
         return
-    definition = registry.lookup(client_id, name)
-    if definition is None or not definition.expiry_ms:
-        return
-    last = registry.last_active_ms(client_id, name)
-    if not expired(definition.expiry_ms, last, int(time.time() * 1000)):
+    expiry_ms, last = registry.expiry_state(client_id, name)
+    if not expired(expiry_ms, last, int(time.time() * 1000)):
         return
     log.info("durable subscription %r of %r expired; deleting it", name, client_id)
     connection = session.connection
@@ -181,7 +178,7 @@ def _expire_if_due(
     if resuming:
         raise InvalidDestinationException(
             f"durable subscription {name!r} of client {client_id!r} expired: inactive for more than "
-            f"{definition.expiry_ms} ms; it was deleted with its backlog"
+            f"{expiry_ms} ms; it was deleted with its backlog"
         )
 
 

@@ -447,3 +447,31 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+# -- the catalogue queue (brokers without their own record of subscriptions) ---------------------------
+
+
+def test_catalogue_keeps_one_record_per_subscription_and_none_after_removal(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    from jmslike.catalogue import QueueCatalogue, key_of, registry_for
+
+    connection = connect(cid())
+    registry = registry_for(connection)
+    if not isinstance(registry, QueueCatalogue):
+        pytest.skip(f"{connection.adapter.display_name} keeps its own record of subscriptions (no catalogue)")
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    topic = session.createTopic(unique_name)
+    session.createDurableSubscriber(topic, "churn").close()
+    for _ in range(5):
+        session.resumeDurableSubscriber("churn").close()
+    registry.flush()
+    client = connection.getClientID()
+    assert client is not None
+    fresh = QueueCatalogue(connection.config)  # reads the queue itself, not this process's memory
+    records = fresh._records(key_of(client, "churn"))
+    assert [(r.state, r.seq) for r in records] == [("detached", 12)]
+    session.unsubscribe("churn")
+    registry.flush()
+    assert QueueCatalogue(connection.config)._records(key_of(client, "churn")) == []
