@@ -26,6 +26,7 @@ time; ``active`` comes from probing the client ID, which tells whether the owner
 from __future__ import annotations
 
 import atexit
+import builtins
 import hashlib
 import json
 import logging
@@ -40,7 +41,7 @@ from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, SubscriptionRegistry
 from jmslike.destinations import Queue
 from jmslike.exceptions import InvalidClientIDException, JMSException, UnsupportedFeatureException
-from jmslike.messages import TextMessage
+from jmslike.messages import Message, TextMessage
 from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
 if TYPE_CHECKING:
@@ -291,7 +292,7 @@ class QueueCatalogue:
             self._workers.append(worker)
             _pending.add(worker)
 
-    def _compact(self, key: str, steps: list[list[str]]) -> None:
+    def _compact(self, key: str, steps: builtins.list[builtins.list[str]]) -> None:
         """Consume the named records, step by step (the records of one step are all there to take)."""
         try:
             connection = self._open()
@@ -303,7 +304,7 @@ class QueueCatalogue:
             for ids in steps:
                 listed = ", ".join(f"'{record}'" for record in ids)
                 consumer = session.createConsumer(Queue(CATALOGUE_QUEUE), f"{RECORD_PROPERTY} IN ({listed})")
-                taken = []
+                taken: builtins.list[Message] = []
                 while len(taken) < len(ids):
                     message = consumer.receive(_RECEIVE_MS)
                     if message is None:
