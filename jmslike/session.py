@@ -260,8 +260,6 @@ class Session:
         from jmslike import durable_subscriptions
 
         self._check_open()
-        self._require("durable_subscriptions", "durable subscriptions")
-        self._require_client_id("resume a durable subscription")
         name = _check_subscription_name(name)
         self._check_durable(None, name)
         return durable_subscriptions.resume(self, name)
