@@ -475,3 +475,37 @@ def test_catalogue_keeps_one_record_per_subscription_and_none_after_removal(
     session.unsubscribe("churn")
     registry.flush()
     assert QueueCatalogue(connection.config)._records(key_of(client, "churn")) == []
+
+
+@pytest.mark.restart
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["graceful", "kill"])
+def test_attached_filtered_subscriber_survives_restart_with_reconnect(
+    broker: Any, connect: Callable[..., Connection], unique_name: str, mode: str, broker_kind: str
+) -> None:
+    """Attached through a broker restart (?reconnect=true): both halves are re-subscribed, so after the
+    reconnect qualifying and non-qualifying messages arrive again, each once."""
+    connection = connect(
+        cid("reconnect"), url_options="reconnect=true&reconnect_attempts=60&heartbeat_ms=1000"
+    )
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    subscriber = session.createDurableSubscriber(
+        session.createTopic(unique_name), "steady", inactiveSelector=MODE_FILTER
+    )
+    publisher = Publisher(connect(), unique_name)
+    publisher.send("before-p", P)
+    publisher.send("before-np", NP)
+    assert sorted(receive_all(subscriber)) == ["before-np", "before-p"]
+    generation = connection.generation
+    broker.restart(mode)
+    deadline = time.monotonic() + 60
+    while connection.generation == generation:
+        assert time.monotonic() < deadline, "the connection did not reconnect"
+        threading.Event().wait(0.1)
+    durability = expected("kill-durability", broker_kind) if mode == "kill" else _nothing()
+    with durability:
+        publisher = Publisher(connect(), unique_name)
+        publisher.send("after-p", P)
+        publisher.send("after-np", NP)
+        assert sorted(receive_all(subscriber, 2000)) == ["after-np", "after-p"]
+        subscriber.close(removeSubscription=True)
