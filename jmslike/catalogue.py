@@ -34,6 +34,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -123,7 +124,13 @@ def registry_for(connection: Connection) -> SubscriptionRegistry:
                     "subscription records (resume by name, expiry, administration)",
                     "the broker has no management interface and cannot browse and select on queues",
                 )
-            registry = QueueCatalogue(connection.config, type(connection.adapter))
+            owner = weakref.ref(connection)
+
+            def generation() -> int:
+                alive = owner()
+                return alive.generation if alive is not None else -1
+
+            registry = QueueCatalogue(connection.config, type(connection.adapter), generation)
         _registries[connection] = registry
     return registry
 
@@ -141,7 +148,12 @@ class QueueCatalogue:
 
     broker_expiry = False
 
-    def __init__(self, config: ConnectionConfig, adapter_type: type[Adapter] | None = None) -> None:
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        adapter_type: type[Adapter] | None = None,
+        generation: Callable[[], int] | None = None,
+    ) -> None:
         self._config = config
         # The live records of the keys this process has read or written. Only the holder of a client ID
         # writes its records (the broker allows one holder at a time), so what this connection knows of its
@@ -149,6 +161,10 @@ class QueueCatalogue:
         self._known: dict[str, list[Entry]] = {}
         self._lock = threading.Lock()
         self._workers: list[threading.Thread] = []
+        # The owner's connection generation: after a reconnect the client ID was free for a while (an admin
+        # may have deleted a subscription meanwhile), so what was remembered is forgotten.
+        self._generation = generation
+        self._known_generation = generation() if generation is not None else 0
         self._adapter_type: type[Adapter] | None = adapter_type
 
     def __repr__(self) -> str:
@@ -204,6 +220,9 @@ class QueueCatalogue:
     def _records(self, key: str, connection: Connection | None = None) -> list[Entry]:
         """The live records of ``key``: remembered, or browsed (on ``connection`` or a private one)."""
         with self._lock:
+            if self._generation is not None and self._generation() != self._known_generation:
+                self._known.clear()
+                self._known_generation = self._generation()
             known = self._known.get(key)
         if known is not None:
             return list(known)
