@@ -11,9 +11,12 @@ from collections import Counter
 from dataclasses import dataclass
 
 from jmslike import DeliveryMode, IllegalStateException, InvalidDestinationException, Session
+from jmslike import selector as selectors
 from jmslike.admin import Admin
 from jmslike.conformance.suite import Context, restart_scenario, scenario
 from jmslike.conformance.suite.helpers import expect_raises, publish, receive_texts, wait_until
+from jmslike.conformance.suite.probe import ProbeUnavailable
+from jmslike.subscriptions import durable_selector
 
 CAT = "subscriptions"
 SEC = "mq-pubsub.md (subscription lifecycle)"
@@ -172,6 +175,30 @@ def inactive_selector(ctx: Context) -> None:
     resumed = session.resumeDurableSubscriber(sub)
     assert receive_texts(resumed) == ["a-p"]
     resumed.close(removeSubscription=True)
+
+
+@scenario(
+    "subs.inactive-not-stored",
+    category=CAT,
+    rule="While a persistence-filtered subscription has no subscriber, non-qualifying messages are not "
+    "stored for it (raw probe of the broker)",
+    section=SEC,
+)
+def inactive_not_stored(ctx: Context) -> None:
+    cid, topic, sub = ctx.client_id(), ctx.name("t"), ctx.name("s")
+    owner = ctx.connect(cid)
+    session = owner.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    session.createDurableSubscriber(session.createTopic(topic), sub, inactiveSelector=MODE_FILTER).close()
+    owner.close()  # the probe needs the client ID
+    publish(ctx.connect(), topic, ["np1", "np2"], mode=NP)
+    publish(ctx.connect(), topic, ["p"], mode=P)
+    broker_selector = selectors.parse(durable_selector(None, selectors.parse(MODE_FILTER).render())).render()
+    try:
+        held = ctx.probe.durable_backlog(cid, topic, sub, selector=broker_selector)
+    except ProbeUnavailable as exc:
+        ctx.require(False, f"no raw probe: {exc}")
+        return
+    assert held == ["p"], f"the broker holds {held} for the subscription"
 
 
 @dataclass
