@@ -192,7 +192,9 @@ def inactive_not_stored(ctx: Context) -> None:
     owner.close()  # the probe needs the client ID
     publish(ctx.connect(), topic, ["np1", "np2"], mode=NP)
     publish(ctx.connect(), topic, ["p"], mode=P)
-    broker_selector = selectors.parse(durable_selector(None, selectors.parse(MODE_FILTER).render())).render()
+    broker_selector = selectors.parse(
+        durable_selector(None, selectors.parse(MODE_FILTER).render()) or ""
+    ).render()
     try:
         held = ctx.probe.durable_backlog(cid, topic, sub, selector=broker_selector)
     except ProbeUnavailable as exc:
