@@ -212,6 +212,13 @@ def close(subscriber: TopicSubscriber, remove: bool) -> None:
     if remove:
         if name is None:
             raise IllegalStateException("removeSubscription=True needs a durable subscriber")
+        current = session._current
+        if current is not None and current[0] is subscriber:
+            raise IllegalStateException(
+                f"close(removeSubscription=True) of {name!r} from its own MessageListener: the message being "
+                "delivered keeps the subscription attached until the listener returns; close() here and call "
+                "session.unsubscribe(name) afterwards, or close from another thread"
+            )
         if any(s._holds_unacked(name) for s in session.connection.sessions()):
             raise IllegalStateException(
                 f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "

@@ -509,3 +509,33 @@ def test_attached_filtered_subscriber_survives_restart_with_reconnect(
         publisher.send("after-np", NP)
         assert sorted(receive_all(subscriber, 2000)) == ["after-np", "after-p"]
         subscriber.close(removeSubscription=True)
+
+
+def test_remove_close_from_own_listener_is_refused_before_anything_changes(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    connection = connect(cid())
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    subscriber = session.createDurableSubscriber(session.createTopic(unique_name), "self-removing")
+    outcome: list[BaseException | None] = []
+    done = threading.Event()
+
+    def listener(message: Any) -> None:
+        try:
+            subscriber.close(removeSubscription=True)
+            outcome.append(None)
+        except BaseException as exc:
+            outcome.append(exc)
+        done.set()
+
+    subscriber.setMessageListener(listener)
+    Publisher(connect(), unique_name).send("trigger")
+    assert done.wait(10)
+    assert isinstance(outcome[0], IllegalStateException), outcome
+    connection.stop()  # returns once the listener has returned (JMS)
+    subscriber.close()  # keeps it
+    connection.start()
+    subscriber = session.resumeDurableSubscriber("self-removing")
+    subscriber.close(removeSubscription=True)
+    with pytest.raises(InvalidDestinationException):
+        session.resumeDurableSubscriber("self-removing")
