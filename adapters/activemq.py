@@ -67,7 +67,7 @@ class ActiveMQAdapter(StompDialect):
         client_id_enforced=True,
         single_durable_consumer=True,
         broker_redelivery_flag=True,
-        admin=False,
+        admin=True,
         # No broker feature keeps the latest message durably (ActiveMQ.Retain is memory only): jmslike
         # stores copies in queues and removes older ones; the broker resolves wildcards when browsing.
         retained="jmslike",

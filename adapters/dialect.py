@@ -21,6 +21,7 @@ from jmslike.contract import (
     Frame,
     IncomingMessage,
     OutgoingMessage,
+    SubscriptionRegistry,
     SubscriptionSpec,
     Wire,
 )
@@ -181,6 +182,10 @@ class StompDialect:
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
         raise NotImplementedError
+
+    def subscription_registry(self) -> SubscriptionRegistry | None:
+        """None: jmslike keeps its catalogue queue on the broker (see jmslike.catalogue)."""
+        return None
 
     def create_temporary(self, wire: Wire, destination: Destination) -> None:
         """Default: the broker creates temporary destinations on first use."""

@@ -55,9 +55,11 @@ from jmslike.exceptions import (
     InvalidDestinationException,
     JMSException,
 )
+from jmslike.subscriptions import DurableDefinition
 from jmslike.topics import from_broker, is_wildcard, matches, to_broker
 
 from .dialect import ORIGIN_HEADER, STANDARD_HEADERS, StompDialect
+from .rabbitmq_admin import EXPIRES_ARGUMENT, RabbitMQRegistry, queue_arguments
 from .rabbitmq_management import RabbitMQManagement
 
 TEMPORARY_PREFIX = "jmslike-tmp-"
@@ -89,7 +91,10 @@ def durable_prefix(client_id: str, name: str) -> str:
 def durable_queue_name(spec: SubscriptionSpec) -> str:
     """Queue of a durable subscription: identity plus a hash of its definition (topic, selector, noLocal)."""
     assert spec.client_id is not None and spec.durable_name is not None
-    definition = json.dumps([spec.destination.name, spec.selector or "", spec.no_local])
+    parts: list[object] = [spec.destination.name, spec.selector or "", spec.no_local]
+    if spec.expiry_ms:  # x-expires is fixed at declare: another expiry needs another queue
+        parts.append(spec.expiry_ms)
+    definition = json.dumps(parts)
     digest = hashlib.sha256(definition.encode()).hexdigest()[:12]
     return durable_prefix(spec.client_id, spec.durable_name) + digest
 
@@ -114,7 +119,7 @@ class RabbitMQAdapter(StompDialect):
         client_id_enforced=True,
         single_durable_consumer=True,
         broker_redelivery_flag=True,
-        admin=False,
+        admin=True,
         # Each topic's store is a durable queue with x-max-length=1: the broker drops the older copy
         # (drop-head) in its own arrival order, so concurrent publishers need no coordination.
         retained="broker",
@@ -178,6 +183,9 @@ class RabbitMQAdapter(StompDialect):
                 f"lock queue {lock[len('/queue/') :]!r})"
             ) from exc
 
+    def subscription_registry(self) -> RabbitMQRegistry:
+        return RabbitMQRegistry(self.management(), self._vhost, durable_prefix)
+
     def management(self) -> RabbitMQManagement:
         if self._management is None:
             raise JMSException("the RabbitMQ adapter is not connected")
@@ -226,6 +234,8 @@ class RabbitMQAdapter(StompDialect):
             headers.update(
                 {"durable": "true", "auto-delete": "false", "x-queue-name": durable_queue_name(spec)}
             )
+        if spec.durable_name is not None and spec.expiry_ms:
+            headers[EXPIRES_ARGUMENT] = str(spec.expiry_ms)
         if self._max_priority and (spec.durable_name is not None or type(spec.destination) is Queue):
             headers["x-max-priority"] = str(self._max_priority)
         return headers
@@ -240,6 +250,12 @@ class RabbitMQAdapter(StompDialect):
             ):
                 if queue != current:
                     management.delete_queue(self._vhost, queue)
+            if spec.definition is not None:
+                # The queue carries jmslike's record of the subscription (see rabbitmq_admin).
+                arguments = queue_arguments(DurableDefinition.from_json(spec.definition))
+                if self._max_priority:
+                    arguments["x-max-priority"] = self._max_priority
+                management.declare_queue(self._vhost, current, arguments)
         super().subscribe(wire, spec)
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:

@@ -88,6 +88,16 @@ class RabbitMQManagement:
                 bodies.append(payload.encode())
         return bodies
 
+    def queues(self, vhost: str, prefix: str) -> list[dict[str, Any]]:
+        """Full records (arguments, consumers, messages, idle_since) of the queues starting with ``prefix``."""
+        queues = self._call("GET", f"/api/queues/{_quote(vhost)}") or []
+        return [q for q in queues if isinstance(q, dict) and str(q.get("name", "")).startswith(prefix)]
+
+    def declare_queue(self, vhost: str, name: str, arguments: dict[str, Any]) -> None:
+        """Declare a durable queue with ``arguments`` (a no-op if it exists: arguments are not changed)."""
+        body = {"durable": True, "auto_delete": False, "arguments": arguments}
+        self._call("PUT", f"/api/queues/{_quote(vhost)}/{_quote(name)}", body)
+
     def delete_queue(self, vhost: str, name: str) -> None:
         self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
 

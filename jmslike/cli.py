@@ -17,6 +17,7 @@ commands:
   conformance ...   run the JMS conformance suite (see: jmslike conformance --help)
   broker ...        install, start or run local brokers (see: jmslike broker --help)
   matrix            print the capability matrix of the installed adapters
+  subscriptions ... list, delete or sweep durable subscriptions (see: jmslike subscriptions --help)
   --version         print jmslike's version
 """
 
@@ -39,10 +40,17 @@ def _matrix(argv: Sequence[str]) -> int:
     return main(list(argv))
 
 
+def _subscriptions(argv: Sequence[str]) -> int:
+    from jmslike.admin_cli import main
+
+    return main(argv)
+
+
 COMMANDS: dict[str, Callable[[Sequence[str]], int]] = {
     "conformance": _conformance,
     "broker": _broker,
     "matrix": _matrix,
+    "subscriptions": _subscriptions,
 }
 
 

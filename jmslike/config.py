@@ -61,6 +61,7 @@ class ConnectionConfig:
     management_url: str | None = None
     activemq_map_transformation: bool = False
     rabbitmq_max_priority: int = 0
+    no_durable_topics: tuple[str, ...] = ()
 
     @property
     def adapter_name(self) -> str:
@@ -94,6 +95,10 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
 # key -> (field name, parser, meaning); the README's table of query keys is this dict.
 QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "heartbeat_ms": ("heartbeat_ms", _positive_int, "STOMP heart-beat in both directions, 0 = off"),
@@ -116,6 +121,11 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
         "rabbitmq_max_priority",
         _positive_int,
         "RabbitMQ only: declare queues with x-max-priority=N so priorities order delivery (0 = off)",
+    ),
+    "no_durable_topics": (
+        "no_durable_topics",
+        _names,
+        "topics that refuse durable subscriptions: comma list of names, or prefixes ending in *",
     ),
     "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
     "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),

@@ -24,6 +24,7 @@ from jmslike.serializers import SerializerRegistry
 
 if TYPE_CHECKING:
     from jmslike.session import Pending, Session
+    from jmslike.subscriptions import DurableDefinition
 
 MessageListener = Callable[[Message], None]
 
@@ -167,6 +168,44 @@ class MessageConsumer:
 
 class TopicSubscriber(MessageConsumer):
     """``javax.jms.TopicSubscriber`` (durable subscriptions are created as these)."""
+
+    # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one (see
+    # jmslike.durable_subscriptions).
+    _definition: DurableDefinition | None = None
+    _companion: MessageConsumer | None = None
+
+    def getMessageSelector(self) -> str | None:
+        """The application's selector (a persistence-filtered subscription's inactive selector is apart)."""
+        if self._definition is not None:
+            self._check_open()
+            return self._definition.selector
+        return super().getMessageSelector()
+
+    def getInactiveSelector(self) -> str | None:
+        """MQ extra: the selector of what is kept while no subscriber is attached (None = everything)."""
+        return self._definition.inactive_selector if self._definition is not None else None
+
+    def close(self, removeSubscription: bool = False) -> None:
+        """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""
+        if self._closed:
+            if removeSubscription:
+                raise IllegalStateException("the subscriber is already closed; use session.unsubscribe(name)")
+            return
+        from jmslike import durable_subscriptions
+
+        durable_subscriptions.close(self, removeSubscription)
+
+    def detach(self) -> None:
+        from jmslike import durable_subscriptions
+
+        super().detach()
+        durable_subscriptions.detach_companion(self)
+
+    def accepts(self, incoming: IncomingMessage) -> bool:
+        companion = self._companion
+        if companion is not None and incoming.sub_id == companion.spec.sub_id:
+            return companion.accepts(incoming)
+        return super().accepts(incoming)
 
     def getTopic(self) -> Topic:
         destination = self.spec.destination

@@ -18,6 +18,7 @@ from jmslike.topics import TopicSyntax
 if TYPE_CHECKING:
     from jmslike.config import ConnectionConfig
     from jmslike.exceptions import JMSException
+    from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
 SelectorSupport = Literal["broker", "client", "none"]
 # Who keeps only the latest retained publication per topic: the broker itself (a queue limited to one
@@ -98,6 +99,11 @@ class SubscriptionSpec:
     client_id: str | None = None
     browser: bool = False
     prefetch: int = 1000
+    # Durable only: removed by the broker after this long without a consumer (0 = never), where the
+    # broker can (RabbitMQ x-expires); and the jmslike record (DurableDefinition JSON) for brokers that
+    # keep it with the subscription itself.
+    expiry_ms: int = 0
+    definition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -212,6 +218,31 @@ class Adapter(Protocol):
     def read_retained(self, wire: Wire, store: Queue, browse: Browse) -> list[bytes]:
         """The bodies of the retained-publication copies in the store queue(s) ``store`` names (a broker
         wildcard when the subscription has one), in each queue's order; see docs/retained.md."""
+
+    def subscription_registry(self) -> SubscriptionRegistry | None:
+        """The broker's own record of durable subscriptions, or None: jmslike then keeps a catalogue
+        queue on the broker (jmslike.catalogue), where the broker can browse and select on queues."""
+
+
+class SubscriptionRegistry(Protocol):
+    """Where jmslike's durable subscription records live, per broker (see jmslike.subscriptions)."""
+
+    # True where the broker itself removes a subscription inactive for its expiry (RabbitMQ x-expires).
+    broker_expiry: bool
+
+    def lookup(self, client_id: str, name: str) -> DurableDefinition | None: ...
+
+    def attached(self, definition: DurableDefinition) -> None: ...
+
+    def detached(self, definition: DurableDefinition) -> None: ...
+
+    def removed(self, client_id: str, name: str) -> None: ...
+
+    def expiry_state(self, client_id: str, name: str) -> tuple[int, int | None]:
+        """Where jmslike enforces expiry: the recorded expiry (0 = none or unknown subscription) and when
+        the subscription was last seen active (None = never inactive). Brokers that expire: (0, None)."""
+
+    def list(self) -> list[SubscriptionInfo]: ...
 
 
 AdapterFactory = Callable[[], Adapter]

@@ -252,15 +252,42 @@ class Session:
         messageSelector: str | None = None,
         noLocal: bool = False,
         onRequestOnly: bool = False,
+        *,
+        inactiveSelector: str | None = None,
+        expiry_ms: int = 0,
     ) -> TopicSubscriber:
-        """``onRequestOnly=True``: the subscription gets no live traffic and builds nothing up; the owner
-        asks for the topic's retained publications with ``requestUpdate()`` (docs/retained.md)."""
-        from jmslike.consumer import TopicSubscriber
-        from jmslike.retained import OnRequestSubscriber
+        """JMS's, plus MQ extras: ``onRequestOnly=True`` gets no live traffic and builds nothing up, the owner
+        asks for the topic's retained publications with ``requestUpdate()`` (docs/retained.md);
+        ``inactiveSelector`` keeps only matching messages while no subscriber is attached; ``expiry_ms``
+        removes the subscription after that long inactive (docs/subscriptions.md)."""
+        self._check_open()
+        self._check_durable(topic, name)
+        from jmslike import durable_subscriptions
+
+        return durable_subscriptions.create(
+            self,
+            topic,
+            _check_subscription_name(name),
+            messageSelector,
+            noLocal,
+            inactiveSelector,
+            expiry_ms,
+            on_request_only=bool(onRequestOnly),
+        )
+
+    def resumeDurableSubscriber(self, name: str) -> TopicSubscriber:
+        """Attach to this client ID's existing durable subscription ``name`` without restating its topic or
+        selector; an unknown name is ``InvalidDestinationException``."""
+        from jmslike import durable_subscriptions
 
         self._check_open()
+        name = _check_subscription_name(name)
+        self._check_durable(None, name)
+        return durable_subscriptions.resume(self, name)
+
+    def _check_durable(self, topic: Topic | None, name: str) -> None:
         self._require("durable_subscriptions", "durable subscriptions")
-        if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
+        if topic is not None and (not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic)):
             raise InvalidDestinationException(
                 f"a durable subscription needs a (non-temporary) Topic, got {topic!r}"
             )
@@ -276,20 +303,6 @@ class Session:
                 f"the closed subscriber of durable subscription {name!r} still has unacknowledged messages, "
                 "so its subscription stays attached: acknowledge, recover, commit or roll back first"
             )
-        parsed = self._parse_selector(messageSelector, topic)
-        spec = SubscriptionSpec(
-            sub_id=self._connection.next_sub_id(),
-            destination=topic,
-            selector=parsed.render() if parsed is not None else None,
-            no_local=bool(noLocal),
-            durable_name=name,
-            client_id=client_id,
-            prefetch=self._connection.config.prefetch,
-        )
-        kind = OnRequestSubscriber if onRequestOnly else TopicSubscriber
-        subscriber = self._attach(kind(self, spec, parsed))
-        assert isinstance(subscriber, TopicSubscriber)
-        return subscriber
 
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
         from jmslike.consumer import QueueBrowser
@@ -316,6 +329,11 @@ class Session:
                     "acknowledge, commit or roll back before unsubscribe"
                 )
         self._connection.adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
+        from jmslike.catalogue import optional_registry
+
+        registry = optional_registry(self._connection)
+        if registry is not None:
+            registry.removed(client_id, name)
 
     def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
         self._connection.register_consumer(consumer)

@@ -55,6 +55,11 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
         "strings and its string conversion covers comparisons but not arithmetic, so 'price * qty ...' "
         "makes the publisher's SEND fail ('Cannot call multiply operation')",
     ),
+    ("subs.inactive-not-stored", "rabbitmq"): Expectation(
+        "deviation",
+        "RabbitMQ cannot filter: a persistence-filtered subscription's queue stores every message while "
+        "the subscriber is away; jmslike discards the non-qualifying ones when it reconnects (never delivered)",
+    ),
     ("sel.queue-leaves-unmatched", "rabbitmq"): Expectation(
         "unsupported", "RabbitMQ cannot filter queues; a client-side filter would consume others' messages"
     ),

@@ -31,9 +31,13 @@ class BrokerProbe:
     def __init__(self, broker: BrokerHandle) -> None:
         self.broker = broker
 
-    def durable_backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[str]:
+    def durable_backlog(
+        self, client_id: str, topic: str, name: str, wait_s: float = 1.0, selector: str | None = None
+    ) -> list[str]:
         """Bodies retained for durable subscription (client_id, name) on ``topic``; the probe removes
-        the subscription afterwards (it may have re-created it by looking)."""
+        the subscription afterwards (it may have re-created it by looking). ``selector``: the
+        subscription's selector as the broker has it (ActiveMQ replaces a subscription attached with
+        another selector, so the probe must give the same one)."""
         raise ProbeUnavailable(f"no durable-subscription probe for {self.broker.kind}")
 
     def queue_bodies(self, queue: str, wait_s: float = 1.0) -> list[str]:
@@ -60,15 +64,17 @@ class ActiveMQProbe(BrokerProbe):
         client.connect(headers=headers, versions=[StompSpec.VERSION_1_1], connectTimeout=10)
         return client
 
-    def durable_backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[str]:
+    def durable_backlog(
+        self, client_id: str, topic: str, name: str, wait_s: float = 1.0, selector: str | None = None
+    ) -> list[str]:
         from stompest.protocol import StompFrame, StompSpec
 
         client = self._client(client_id)
         try:
-            token = client.subscribe(
-                f"/topic/{topic}",
-                {"id": "probe", "ack": "client-individual", "activemq.subscriptionName": name},
-            )
+            headers = {"id": "probe", "ack": "client-individual", "activemq.subscriptionName": name}
+            if selector is not None:  # the subscription's own: another selector would replace it
+                headers["selector"] = selector
+            token = client.subscribe(f"/topic/{topic}", headers)
             bodies: list[str] = []
             while client.canRead(wait_s):
                 frame = client.receiveFrame()
@@ -135,7 +141,9 @@ class RabbitMQProbe(BrokerProbe):
         )
         return [str(m.get("payload", "")) for m in messages or []]
 
-    def durable_backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[str]:
+    def durable_backlog(
+        self, client_id: str, topic: str, name: str, wait_s: float = 1.0, selector: str | None = None
+    ) -> list[str]:
         bodies: list[str] = []
         for queue in self._call("GET", "/api/queues") or []:
             if name in queue.get("name", ""):

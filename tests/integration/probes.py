@@ -26,7 +26,47 @@ def durable_backlog(broker: Any, client_id: str, topic: str, name: str) -> list[
     raise NotImplementedError(f"no raw probe for {broker.kind}")
 
 
-def _activemq_backlog(broker: Any, client_id: str, topic: str, name: str) -> list[bytes]:
+def durable_backlog_now(
+    broker: Any, client_id: str, topic: str, name: str, selector: str | None = None
+) -> list[bytes] | None:
+    """As :func:`durable_backlog`, but exact at once on RabbitMQ (reads the queue's messages through the
+    management API and requeues them, instead of its statistics, which lag by seconds), and attaching with
+    the subscription's broker ``selector`` on ActiveMQ (another selector would replace the subscription)."""
+    if broker.kind == "activemq":
+        return _activemq_backlog(broker, client_id, topic, name, selector)
+    if broker.kind == "rabbitmq":
+        return _rabbitmq_messages(broker, client_id, name)
+    raise NotImplementedError(f"no raw probe for {broker.kind}")
+
+
+def _rabbitmq_messages(broker: Any, client_id: str, name: str) -> list[bytes] | None:
+    auth = {
+        "Authorization": "Basic " + base64.b64encode(f"{broker.user}:{broker.password}".encode()).decode()
+    }
+    request = urllib.request.Request(f"{broker.management_url}/api/queues/%2F?columns=name", headers=auth)
+    with urllib.request.urlopen(request, timeout=10) as response:
+        names = [
+            q["name"] for q in json.load(response) if q["name"].startswith(durable_prefix(client_id, name))
+        ]
+    if not names:
+        return None
+    bodies: list[bytes] = []
+    for queue in names:
+        body = json.dumps({"count": 100000, "ackmode": "ack_requeue_true", "encoding": "auto"}).encode()
+        get = urllib.request.Request(
+            f"{broker.management_url}/api/queues/%2F/{urllib.parse.quote(queue, safe='')}/get",
+            data=body,
+            method="POST",
+            headers={**auth, "content-type": "application/json"},
+        )
+        with urllib.request.urlopen(get, timeout=10) as response:
+            bodies += [str(m.get("payload", "")).encode() for m in json.load(response)]
+    return bodies
+
+
+def _activemq_backlog(
+    broker: Any, client_id: str, topic: str, name: str, selector: str | None = None
+) -> list[bytes]:
     from stompest.config import StompConfig
     from stompest.protocol import StompFrame, StompSpec
     from stompest.sync import Stomp
@@ -40,9 +80,10 @@ def _activemq_backlog(broker: Any, client_id: str, topic: str, name: str) -> lis
     client = Stomp(config)
     client.connect(headers={"client-id": client_id}, versions=[StompSpec.VERSION_1_1])
     try:
-        token = client.subscribe(
-            f"/topic/{topic}", {"id": "probe", "ack": "client-individual", "activemq.subscriptionName": name}
-        )
+        headers = {"id": "probe", "ack": "client-individual", "activemq.subscriptionName": name}
+        if selector is not None:
+            headers["selector"] = selector
+        token = client.subscribe(f"/topic/{topic}", headers)
         bodies = []
         while client.canRead(1.0):
             frame = client.receiveFrame()

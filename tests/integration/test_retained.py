@@ -287,6 +287,28 @@ def test_on_request_only_durable_keeps_its_identity(
     session.unsubscribe("s")
 
 
+def test_on_request_only_durable_resumes_by_name_still_on_request(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """Subscription management meets retained publications: resuming by name restores on-request-only
+    (no live traffic) and its topic; combining it with an inactiveSelector is refused up front."""
+    topic = f"{unique_name}/resume"
+    session = connect(f"rs-{uuid.uuid4().hex[:8]}").createSession(False, Session.AUTO_ACKNOWLEDGE)
+    with pytest.raises(JMSException, match="inactiveSelector"):
+        session.createDurableSubscriber(
+            session.createTopic(topic), "r", None, False, True, inactiveSelector="JMSPriority > 4"
+        )
+    session.createDurableSubscriber(session.createTopic(topic), "r", None, False, True).close()
+    publisher = connect()
+    retain(publisher, topic, "latest")
+    retain(publisher, topic, "live-after")
+    resumed = session.resumeDurableSubscriber("r")
+    assert resumed.getTopic() == session.createTopic(topic)
+    assert resumed.receive(QUIET_MS) is None, "a resumed on-request-only subscription got live traffic"
+    assert updates(resumed) == {topic.replace("/", "."): "live-after"}
+    resumed.close(removeSubscription=True)
+
+
 def test_owner_rule(connect: Callable[..., Connection], unique_name: str) -> None:
     """Only the subscription's owner gets its update: the same name under another client ID is another
     subscription, a closed subscriber cannot ask, nor can a queue consumer."""

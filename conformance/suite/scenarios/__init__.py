@@ -11,5 +11,6 @@ from jmslike.conformance.suite.scenarios import (  # noqa: F401  (registration b
     order,
     retained,
     selectors,
+    subscriptions,
     transactions,
 )
