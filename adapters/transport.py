@@ -8,21 +8,38 @@ What it adds to stomp.py is what JMS needs and stomp.py leaves to callers:
 - the receiver thread never runs user code: it hands MESSAGE frames to a sink, resolves receipts, and
   reports a lost connection once;
 - a connection lost while calls wait for receipts fails those calls at once instead of letting them
-  run into their timeouts.
+  run into their timeouts;
+- what the broker sends is read by :class:`~jmslike.adapters.stomp_reader.FrameDecoder`, bounded by
+  ``max_frame_bytes`` / ``max_header_bytes``, instead of stomp.py's unbounded buffer; a malformed or
+  oversized frame drops the connection and the reason reaches the application (``ConnectionLostException``
+  whose message says what the peer sent), instead of stomp.py's silent skip of the frame;
+- TLS is set up here, not by stomp.py: one ``ssl.SSLContext`` that verifies the broker's certificate
+  against ``ssl_ca_file`` (or the system CAs) and its host name (unless ``ssl_check_hostname=false``), an
+  optional client certificate, and a failed handshake is a ``JMSSecurityException`` at once -- there is no
+  retry and never a fall-back to plain TCP;
+- stomp.py's DEBUG log of the CONNECT frame would show the passcode (its redaction pattern misses
+  ``passcode:secret``); :class:`_RedactConnectFrames` replaces that log line.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import selectors
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import stomp
+import stomp.connect
 import stomp.exception
+import stomp.protocol
+import stomp.transport
+import stomp.utils
 
+from jmslike.adapters.stomp_reader import HEARTBEAT, FrameDecodeError, FrameDecoder
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Frame
 from jmslike.exceptions import (
@@ -35,6 +52,168 @@ from jmslike.exceptions import (
 log = logging.getLogger(__name__)
 
 ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
+
+
+class _RedactConnectFrames(logging.Filter):
+    """stomp.py logs every frame it sends at DEBUG; the CONNECT frame's passcode must not reach a log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "sending frame: %s" and "passcode" in str(record.args):
+            record.msg = "sending frame: CONNECT (not shown: it carries the passcode)"
+            record.args = None
+        return True
+
+
+logging.getLogger("stomp.py").addFilter(_RedactConnectFrames())
+
+# The receive path below replaces BaseTransport.__read_frames (name-mangled, hence the spelling); fail at
+# import, not silently at run time, if a stomp.py release renames it.
+_READ_FRAMES = "_BaseTransport__read_frames"
+if not hasattr(stomp.transport.BaseTransport, _READ_FRAMES):  # pragma: no cover - stomp.py upgrade guard
+    raise ImportError(
+        f"stomp.py {stomp.__version__}: BaseTransport has no {_READ_FRAMES}; jmslike needs updating"
+    )
+
+
+class TLSConnectError(stomp.exception.ConnectFailedException):  # type: ignore[misc]
+    """The TLS handshake failed (certificate, host name, protocol); ``cause`` is the ssl error."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class SocketConnectError(stomp.exception.ConnectFailedException):  # type: ignore[misc]
+    """The TCP connection could not be made; ``cause`` is the OSError."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
+    """The client TLS context for ``config``: broker certificate always verified, host name by default."""
+    try:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=config.tls.ca_file)
+        context.check_hostname = config.tls.check_hostname
+        context.verify_mode = ssl.CERT_REQUIRED
+        if config.tls.cert_file:
+            context.load_cert_chain(config.tls.cert_file, config.tls.key_file, config.tls.key_password)
+    except (OSError, ssl.SSLError) as exc:
+        files = [f for f in (config.tls.ca_file, config.tls.cert_file, config.tls.key_file) if f]
+        raise JMSSecurityException(
+            f"cannot load the TLS files {files}: {exc}; check ssl_ca_file, ssl_cert_file and ssl_key_file "
+            "(PEM; the key must belong to the certificate)"
+        ) from exc
+    return context
+
+
+class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
+    """stomp.py's transport with jmslike's socket set-up (TLS) and bounded frame reader.
+
+    One host per transport (the wire above handles failover); stomp.py's own retry loop is not used.
+    """
+
+    def __init__(
+        self,
+        host: tuple[str, int],
+        *,
+        timeout_s: float,
+        vhost: str,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+        context: ssl.SSLContext | None,
+    ) -> None:
+        super().__init__(
+            [host],
+            prefer_localhost=False,
+            try_loopback_connect=False,
+            timeout=timeout_s,
+            vhost=vhost,
+            auto_decode=False,
+        )
+        self._jl_host = host
+        self._jl_timeout_s = timeout_s
+        self._jl_context = context
+        self._jl_decoder = FrameDecoder(max_frame_bytes, max_header_bytes)
+        #: Why the reader dropped the connection (a malformed or oversized frame), for the error raised above.
+        self.protocol_error: str | None = None
+
+    def attempt_connection(self) -> None:
+        self.connection_error = False
+        host, port = self._jl_host
+        try:
+            sock = socket.create_connection((host, port), self._jl_timeout_s)
+        except OSError as exc:
+            raise SocketConnectError(exc) from exc
+        if self._jl_context is not None:
+            try:
+                sock = self._jl_context.wrap_socket(sock, server_hostname=host)
+            except (ssl.SSLError, ssl.CertificateError) as exc:
+                sock.close()
+                raise TLSConnectError(exc) from exc
+            except OSError as exc:  # timeout or reset during the handshake
+                sock.close()
+                raise SocketConnectError(exc) from exc
+            # As stomp.py does for TLS: non-blocking socket, writes go through the io thread's queue,
+            # so reads and writes never run on the same SSL object from two threads.
+            self.send_queue = stomp.transport.PollableQueue()
+            self.sel = selectors.DefaultSelector()
+            self.sel.register(self.send_queue, selectors.EVENT_READ)
+            self.sel.register(sock, selectors.EVENT_READ)
+            self.blocking = False
+            sock.setblocking(False)
+        else:
+            sock.settimeout(None)
+        self.socket = sock
+        self.current_host_and_port = self._jl_host
+
+    def _drop(self, reason: str) -> None:
+        self.protocol_error = reason
+        log.warning("dropping the connection to %s:%s: %s", self._jl_host[0], self._jl_host[1], reason)
+        raise stomp.exception.ConnectionClosedException()
+
+    def _BaseTransport__read_frames(self) -> None:
+        while self.running:
+            try:
+                data = self.receive()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                return
+            except stomp.exception.InterruptedException:
+                continue
+            except OSError as exc:
+                log.debug("socket read failed: %s", exc)
+                raise stomp.exception.ConnectionClosedException() from exc
+            if data is None and not self.blocking:
+                return
+            if not data:
+                # EOF. (stomp.py 9 misses it on TLS sockets and spins until the heart-beat times out.)
+                raise stomp.exception.ConnectionClosedException()
+            try:
+                frames = self._jl_decoder.feed(data)
+            except FrameDecodeError as exc:
+                self._drop(str(exc))
+            for frame in frames:
+                if frame is HEARTBEAT:
+                    self.process_frame(stomp.utils.HEARTBEAT_FRAME, b"\n")
+                else:
+                    self.process_frame(
+                        stomp.utils.Frame(frame.command, frame.headers, frame.body), frame.body
+                    )
+            if self.blocking:
+                return
+
+
+class _Connection11(stomp.connect.StompConnection11):  # type: ignore[misc]
+    def __init__(self, transport: BoundedTransport, heartbeats: tuple[int, int]) -> None:
+        stomp.connect.BaseConnection.__init__(self, transport)
+        stomp.protocol.Protocol11.__init__(self, transport, heartbeats, auto_content_length=False)
+
+
+class _Connection12(stomp.connect.StompConnection12):  # type: ignore[misc]
+    def __init__(self, transport: BoundedTransport, heartbeats: tuple[int, int]) -> None:
+        stomp.connect.BaseConnection.__init__(self, transport)
+        stomp.protocol.Protocol12.__init__(self, transport, heartbeats, auto_content_length=False)
 
 
 class WireEvents(Protocol):
@@ -93,26 +272,16 @@ class StompWire:
         self._closing = False
         self._lost = False
         heartbeat = config.heartbeat_ms
-        kwargs: dict[str, Any] = dict(
-            host_and_ports=[host],
-            heartbeats=(heartbeat, heartbeat),
-            auto_decode=False,
-            auto_content_length=False,
-            reconnect_attempts_max=1,
-            timeout=config.connect_timeout_ms / 1000,
+        self._transport = BoundedTransport(
+            host,
+            timeout_s=config.connect_timeout_ms / 1000,
             vhost=config.vhost or default_vhost or host[0],
+            max_frame_bytes=config.max_frame_bytes,
+            max_header_bytes=config.max_header_bytes,
+            context=tls_context(config) if config.ssl else None,
         )
-        conn_class = {"1.1": stomp.Connection11, "1.2": stomp.Connection12}[stomp_version]
-        self._conn = conn_class(**kwargs)
-        if config.ssl:
-            self._conn.set_ssl(
-                for_hosts=[host],
-                key_file=config.tls.key_file,
-                cert_file=config.tls.cert_file,
-                ca_certs=config.tls.ca_file,
-                password=config.tls.key_password,
-                ssl_version=ssl.PROTOCOL_TLS_CLIENT,
-            )
+        conn_class: type[Any] = _Connection12 if stomp_version == "1.2" else _Connection11
+        self._conn: Any = conn_class(self._transport, (heartbeat, heartbeat))
         self._conn.set_listener("jmslike", _Listener(self))
 
     # -- connection lifecycle -------------------------------------------------------------------------
@@ -123,6 +292,16 @@ class StompWire:
         where = f"{self._host[0]}:{self._host[1]}"
         try:
             self._conn.connect(creds.user, creds.password, wait=False, headers=dict(headers))
+        except TLSConnectError as exc:
+            raise JMSSecurityException(
+                f"TLS handshake with {where} failed: {exc.cause}; check ssl_ca_file (the CA that signed "
+                "the broker's certificate) and that the URL's host name is in that certificate"
+            ) from exc.cause
+        except SocketConnectError as exc:
+            raise ConnectionLostException(
+                f"cannot reach broker at {where} ({self._config.scheme}): {exc.cause}; "
+                "check that the broker runs and the port is its STOMP port"
+            ) from exc.cause
         except stomp.exception.ConnectFailedException as exc:
             raise ConnectionLostException(
                 f"cannot reach broker at {where} ({self._config.scheme}): connection refused or timed out; "
@@ -282,12 +461,22 @@ class StompWire:
         if self._lost:
             return
         self._lost = True
+        reason = self._transport.protocol_error
         if not self._connected.is_set():
-            self._connect_error = "connection closed by the broker during CONNECT"
+            self._connect_error = (
+                f"jmslike dropped the connection during CONNECT: {reason}"
+                if reason
+                else "connection closed by the broker during CONNECT"
+            )
             self._connected.set()
-        lost = ConnectionLostException(
-            "connection to the broker was closed" if self._closing else "connection to the broker was lost"
-        )
+        if reason is not None:
+            lost = ConnectionLostException(f"jmslike dropped the connection: {reason}")
+        else:
+            lost = ConnectionLostException(
+                "connection to the broker was closed"
+                if self._closing
+                else "connection to the broker was lost"
+            )
         self._fail_all(lost)
         if not self._closing:
             self._events.on_lost(lost)
