@@ -40,7 +40,15 @@ _UNESCAPES: Final = {"\\n": "\n", "\\c": ":", "\\\\": "\\", "\\r": "\r"}
 
 
 class FrameDecodeError(Exception):
-    """The peer sent something that is not an acceptable STOMP server frame; the message says what."""
+    """The peer sent something that is not an acceptable STOMP server frame; the message says what.
+
+    ``frames`` holds the complete frames that preceded the bad one in the same ``feed`` call: they
+    were well formed and are still to be processed (a CONNECTED followed by garbage is a connection
+    that was made and then broken)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.frames: list[DecodedFrame] = []
 
 
 class FrameTooLarge(FrameDecodeError):
@@ -134,8 +142,9 @@ class FrameDecoder:
                     continue
                 frames.append(frame)
         except FrameDecodeError as exc:
-            self._failed = exc
+            self._failed = type(exc)(str(exc))
             self._buffer = bytearray()
+            exc.frames = frames
             raise
         return frames
 

@@ -39,7 +39,7 @@ import stomp.protocol
 import stomp.transport
 import stomp.utils
 
-from jmslike.adapters.stomp_reader import HEARTBEAT, FrameDecodeError, FrameDecoder
+from jmslike.adapters.stomp_reader import HEARTBEAT, DecodedFrame, FrameDecodeError, FrameDecoder
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Frame
 from jmslike.exceptions import (
@@ -108,6 +108,11 @@ def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
     return context
 
 
+_RECV_BYTES = 64 * 1024
+#: How long receipts are held after an ERROR frame that answered no receipt (see StompWire._on_receipt).
+_HOLD_AFTER_ERROR_S = 0.5
+
+
 class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
     """stomp.py's transport with jmslike's socket set-up (TLS) and bounded frame reader.
 
@@ -138,6 +143,8 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         self._jl_decoder = FrameDecoder(max_frame_bytes, max_header_bytes)
         #: Why the reader dropped the connection (a malformed or oversized frame), for the error raised above.
         self.protocol_error: str | None = None
+        #: A TLS error after the handshake (TLS 1.3: the broker refusing our client certificate).
+        self.tls_error: str | None = None
 
     def attempt_connection(self) -> None:
         self.connection_error = False
@@ -152,7 +159,15 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
             except (ssl.SSLError, ssl.CertificateError) as exc:
                 sock.close()
                 raise TLSConnectError(exc) from exc
-            except OSError as exc:  # timeout or reset during the handshake
+            except TimeoutError as exc:
+                # TCP works but no TLS answer: most likely a plain STOMP port. Never fall back to plain.
+                sock.close()
+                raise TLSConnectError(
+                    TimeoutError(
+                        f"no TLS handshake answer within {self._jl_timeout_s:.1f}s (is this a TLS port?)"
+                    )
+                ) from exc
+            except OSError as exc:  # reset during the handshake
                 sock.close()
                 raise SocketConnectError(exc) from exc
             # As stomp.py does for TLS: non-blocking socket, writes go through the io thread's queue,
@@ -168,38 +183,52 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         self.socket = sock
         self.current_host_and_port = self._jl_host
 
+    def _dispatch(self, frames: list[DecodedFrame]) -> None:
+        for frame in frames:
+            if frame is HEARTBEAT:
+                self.process_frame(stomp.utils.HEARTBEAT_FRAME, b"\n")
+            else:
+                self.process_frame(stomp.utils.Frame(frame.command, frame.headers, frame.body), frame.body)
+
     def _drop(self, reason: str) -> None:
         self.protocol_error = reason
         log.warning("dropping the connection to %s:%s: %s", self._jl_host[0], self._jl_host[1], reason)
         raise stomp.exception.ConnectionClosedException()
 
+    def receive(self) -> bytes:
+        # stomp.py's version returns None for any socket error before CONNECTED, which hides the TLS
+        # alert a broker sends when it refuses our client certificate; errors are handled by the reader.
+        sock = self.socket
+        if sock is None:
+            raise stomp.exception.ConnectionClosedException()
+        data: bytes = sock.recv(_RECV_BYTES)
+        return data
+
     def _BaseTransport__read_frames(self) -> None:
+        """Replaces stomp.py's private reader: bounded decoding, EOF seen on TLS sockets too."""
         while self.running:
             try:
                 data = self.receive()
-            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
                 return
-            except stomp.exception.InterruptedException:
+            except InterruptedError:
                 continue
+            except ssl.SSLError as exc:
+                self.tls_error = str(exc)
+                log.debug("TLS read failed: %s", exc)
+                raise stomp.exception.ConnectionClosedException() from exc
             except OSError as exc:
                 log.debug("socket read failed: %s", exc)
                 raise stomp.exception.ConnectionClosedException() from exc
-            if data is None and not self.blocking:
-                return
             if not data:
                 # EOF. (stomp.py 9 misses it on TLS sockets and spins until the heart-beat times out.)
                 raise stomp.exception.ConnectionClosedException()
             try:
                 frames = self._jl_decoder.feed(data)
             except FrameDecodeError as exc:
+                self._dispatch(exc.frames)
                 self._drop(str(exc))
-            for frame in frames:
-                if frame is HEARTBEAT:
-                    self.process_frame(stomp.utils.HEARTBEAT_FRAME, b"\n")
-                else:
-                    self.process_frame(
-                        stomp.utils.Frame(frame.command, frame.headers, frame.body), frame.body
-                    )
+            self._dispatch(frames)
             if self.blocking:
                 return
 
@@ -271,6 +300,9 @@ class StompWire:
         self._connected_headers: dict[str, str] = {}
         self._closing = False
         self._lost = False
+        # An ERROR frame that answers no receipt; RabbitMQ sends those for refused frames, then closes.
+        self._unmatched_error: str | None = None
+        self._held: list[_Pending] = []
         heartbeat = config.heartbeat_ms
         self._transport = BoundedTransport(
             host,
@@ -308,11 +340,23 @@ class StompWire:
                 "check that the broker runs and the port is its STOMP port"
             ) from exc
         except (OSError, ssl.SSLError) as exc:
+            if self._transport.tls_error is not None:
+                raise JMSSecurityException(
+                    f"TLS session with {where} failed during CONNECT: {self._transport.tls_error}; if the broker "
+                    "requires a client certificate, give one signed by a CA it trusts (ssl_cert_file, ssl_key_file)"
+                ) from exc
             raise self._socket_error(where, exc) from exc
         deadline = self._config.connect_timeout_ms / 1000
         if not self._connected.wait(deadline):
             self._abandon()
             raise JMSTimeoutException(f"broker at {where} did not answer CONNECT within {deadline:.1f}s")
+        tls_error = self._transport.tls_error
+        if tls_error is not None and self._connected_headers == {}:
+            self._abandon()
+            raise JMSSecurityException(
+                f"TLS session with {where} failed during CONNECT: {tls_error}; if the broker requires a "
+                "client certificate, give one signed by a CA it trusts (ssl_cert_file, ssl_key_file)"
+            )
         if self._connect_error is not None:
             self._abandon()
             error_class = self._error_for(self._connect_error, None)
@@ -426,7 +470,22 @@ class StompWire:
     def _on_receipt(self, receipt: str) -> None:
         with self._lock:
             pending = self._pending.pop(receipt, None)
+            if pending is not None and self._unmatched_error is not None and not self._lost:
+                # RabbitMQ answers a refused SUBSCRIBE with an ERROR without receipt-id, then the
+                # receipt, then closes the connection: hold receipts briefly after such an ERROR, so
+                # the refused call gets the error instead of a success on a connection about to die.
+                self._held.append(pending)
+                return
         if pending is not None:
+            pending.finish(None)
+
+    def _release_held(self) -> None:
+        """The connection survived the unmatched ERROR (ActiveMQ keeps it): the held receipts stand, and
+        a later loss of the connection is not blamed on that ERROR."""
+        with self._lock:
+            held, self._held = self._held, []
+            self._unmatched_error = None
+        for pending in held:
             pending.finish(None)
 
     def _on_error(self, frame: Any) -> None:
@@ -448,6 +507,12 @@ class StompWire:
         if receipt is not None:
             with self._lock:
                 pending = self._pending.pop(receipt, None)
+        if pending is None:
+            with self._lock:
+                self._unmatched_error = text
+            timer = threading.Timer(_HOLD_AFTER_ERROR_S, self._release_held)
+            timer.daemon = True
+            timer.start()
         source = pending.frame if pending is not None else None
         error_class = self._error_for(text, source)
         what = f"{source.command} " if source is not None else ""
@@ -477,14 +542,37 @@ class StompWire:
                 if self._closing
                 else "connection to the broker was lost"
             )
+        if self._unmatched_error is not None and not self._closing:
+            self._fail_culprit(self._unmatched_error)
         self._fail_all(lost)
         if not self._closing:
             self._events.on_lost(lost)
 
+    def _fail_culprit(self, text: str) -> None:
+        """The broker sent an ERROR answering no receipt and closed the connection (RabbitMQ does this
+        for a refused SEND or SUBSCRIBE): it processes frames in order, so the refused frame is the
+        oldest one still waiting for its receipt. That call gets the broker's error; the others get
+        ConnectionLostException (their outcome is unknown)."""
+        with self._lock:
+            if self._held:
+                pending = self._held.pop(0)
+            elif self._pending:
+                pending = self._pending.pop(next(iter(self._pending)))
+            else:
+                return
+        error_class = self._error_for(text, pending.frame)
+        pending.finish(
+            error_class(f"broker refused {pending.frame.command} frame and closed the connection: {text}")
+        )
+
     def _fail_all(self, error: JMSException) -> None:
         with self._lock:
+            # Receipts held after an unmatched ERROR did arrive: those frames were processed.
+            held, self._held = self._held, []
             pending = list(self._pending.values())
             self._pending.clear()
+        for item in held:
+            item.finish(None)
         for item in pending:
             if item.frame.command == "DISCONNECT":
                 item.finish(None)

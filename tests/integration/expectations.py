@@ -43,6 +43,11 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ 3.10 classic queues intermittently lose confirmed persistent messages and bring back "
         "acknowledged ones after SIGKILL (see docs/conformance.md); a graceful restart keeps them",
     ),
+    ("usable-after-authorization-error", "rabbitmq"): Expectation(
+        "deviation",
+        "RabbitMQ answers a STOMP frame it does not permit (access_refused) by closing the whole STOMP "
+        "connection; the refused call raises JMSSecurityException, later calls ConnectionLostException",
+    ),
     ("send-to-deleted-temporary", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ drops a message sent to a deleted temporary queue without an error (unroutable publish)",

@@ -199,6 +199,16 @@ def test_endless_body_is_cut_off_at_the_limit_in_bounded_memory_and_linear_time(
     assert time.monotonic() - started < 10
 
 
+def test_frames_before_a_bad_one_are_handed_over_with_the_error() -> None:
+    decoder = FrameDecoder()
+    with pytest.raises(FrameProtocolError) as raised:
+        decoder.feed(b"CONNECTED\nversion:1.2\n\n\x00\nMESSAGE\nbad\n\n\x00")
+    assert [f.command for f in raised.value.frames] == ["CONNECTED", "HEARTBEAT"]
+    with pytest.raises(FrameProtocolError) as again:
+        decoder.feed(b"RECEIPT\nreceipt-id:1\n\n\x00")
+    assert again.value.frames == []
+
+
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError):
         FrameDecoder(max_frame_bytes=0)
