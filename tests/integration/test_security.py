@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,12 @@ from expectations import expected
 from jmslike import (
     Connection,
     ConnectionFactory,
+    InvalidDestinationException,
+    InvalidSelectorException,
     JMSException,
     JMSSecurityException,
+    MessageFormatException,
+    ObjectMessage,
     Session,
     TextMessage,
 )
@@ -339,3 +344,72 @@ def test_credentials_never_in_logs_reprs_or_errors(
     for text in texts:
         for secret in SECRETS:
             assert secret not in text
+
+
+# -- hostile input from the application and from other producers ----------------------------------------
+
+
+@pytest.mark.parametrize("name", ["a\nb", "a\rb", "a\x00b", "x\nreceipt:evil", "tab\there", "\x7f"])
+def test_destination_names_with_control_characters_are_refused(connection: Connection, name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    for create in (session.createQueue, session.createTopic):
+        with pytest.raises(InvalidDestinationException, match="control characters"):
+            create(name)
+
+
+def test_selector_text_cannot_escape_into_other_headers(connection: Connection, unique_name: str) -> None:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    topic = session.createTopic(unique_name)
+    # Outside a string literal, a line break followed by header syntax is not a selector.
+    with pytest.raises(InvalidSelectorException):
+        session.createConsumer(topic, "color = 'red'\nselector:1 = 1")
+    with pytest.raises(InvalidSelectorException):
+        session.createConsumer(topic, "color = 'red'\x00MESSAGE")
+    # Inside a string literal it is just text: it reaches the broker intact and selects exactly that value.
+    hostile_value = "red\nselector:TRUE\\c:\x01"
+    consumer = session.createConsumer(topic, "color = '" + hostile_value + "'")
+    producer = session.createProducer(topic)
+    for color in ("red", "TRUE", hostile_value):
+        message = session.createTextMessage(color)
+        message.setStringProperty("color", color)
+        producer.send(message)
+    got = consumer.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == hostile_value
+    assert consumer.receive(1000) is None
+
+
+def test_object_message_never_unpickles_what_it_receives(
+    broker: Any, connection: Connection, unique_name: str, tmp_path: Path
+) -> None:
+    """Another producer sends a pickle that would create a file when unpickled: jmslike refuses to
+    read it (no pickle serializer exists; JSON cannot run code) and the file never appears."""
+    stomp = pytest.importorskip("stomp")
+    marker = tmp_path / "pwned"
+    payload = pickle.dumps(_Exploit(str(marker)))
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    raw = stomp.Connection12([(broker.host, broker.port)], vhost="/" if broker.kind == "rabbitmq" else None)
+    raw.connect(broker.user, broker.password, wait=True)
+    try:
+        for serializer in ("pickle", "json"):
+            raw.send(
+                f"/queue/{unique_name}",
+                payload,
+                headers={"jmslike-type": "object", "jmslike-serializer": serializer, "persistent": "true"},
+            )
+    finally:
+        raw.disconnect()
+    for _ in range(2):
+        got = consumer.receive(RECEIVE_MS)
+        assert isinstance(got, ObjectMessage)
+        with pytest.raises(MessageFormatException):
+            got.getObject()
+    assert not marker.exists()
+
+
+class _Exploit:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open, (self.path, "w"))
