@@ -352,9 +352,9 @@ def test_credentials_never_in_logs_reprs_or_errors(
 @pytest.mark.parametrize("name", ["a\nb", "a\rb", "a\x00b", "x\nreceipt:evil", "tab\there", "\x7f"])
 def test_destination_names_with_control_characters_are_refused(connection: Connection, name: str) -> None:
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
-    for create in (session.createQueue, session.createTopic):
+    for make in (session.createQueue, session.createTopic):
         with pytest.raises(InvalidDestinationException, match="control characters"):
-            create(name)
+            make(name)
 
 
 def test_selector_text_cannot_escape_into_other_headers(connection: Connection, unique_name: str) -> None:
