@@ -331,3 +331,42 @@ def test_frames_split_at_every_byte_arrive_intact(broker: Any, unique_name: str)
         assert relay.bytes_to_client > 3000
     finally:
         relay.close()
+
+
+def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -> None:
+    """stomp.py 9 misses end-of-file on TLS sockets (it spins until a heart-beat times out, forever with
+    heart-beats off); jmslike's reader sees it and reports the loss."""
+    pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
+    import ssl
+
+    from jmslike.conformance.brokers.tls import generate
+
+    material = generate(tmp_path, names=("localhost",))
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_context.wrap_socket(conn, server_side=True) as tls:
+            received = b""
+            while b"\x00" not in received:
+                received += tls.recv(4096)
+            tls.sendall(CONNECTED)
+            listening.wait(DEADLINE_S)  # the client has its ExceptionListener: now go away
+
+    listening = threading.Event()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    lost = threading.Event()
+    url = f"activemq+ssl://localhost:{port}?ssl_ca_file={material.ca_file}&heartbeat_ms=0"
+    connection = ConnectionFactory(url).createConnection()
+    try:
+        connection.setExceptionListener(lambda error: lost.set())
+        listening.set()
+        assert lost.wait(10), "the closed TLS connection went unnoticed"
+    finally:
+        connection.close()
+        listener.close()
+        thread.join(5)
