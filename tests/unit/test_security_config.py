@@ -54,7 +54,7 @@ def test_tls_context_verifies_always_and_host_name_by_default(tmp_path: Path) ->
     assert strict.verify_mode == ssl.CERT_REQUIRED and strict.check_hostname
     relaxed = tls_context(parse_url("activemq+ssl://h:1?ssl_check_hostname=false"))
     assert relaxed.verify_mode == ssl.CERT_REQUIRED and not relaxed.check_hostname
-    with pytest.raises(JMSSecurityException, match="missing.pem"):
+    with pytest.raises(JMSSecurityException, match=r"missing\.pem"):
         tls_context(parse_url(f"activemq+ssl://h:1?ssl_ca_file={tmp_path / 'missing.pem'}"))
 
 
