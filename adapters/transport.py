@@ -425,7 +425,9 @@ class StompWire:
             headers["content-length"] = str(len(frame.body))
         try:
             self._conn.send_frame(frame.command, headers, frame.body)
-        except (stomp.exception.NotConnectedException, OSError) as exc:
+        except (stomp.exception.NotConnectedException, OSError, AttributeError) as exc:
+            # AttributeError: on TLS, stomp.py hands frames to its io thread through a queue that it
+            # sets to None once the connection is gone.
             raise ConnectionLostException(f"connection lost while sending {frame.command}") from exc
 
     def _check_usable(self, frame: Frame) -> None:
