@@ -413,3 +413,26 @@ class _Exploit:
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (open, (self.path, "w"))
+
+
+def test_tls_carries_large_and_many_messages(
+    secured: BrokerHandle,
+    certificates: tuple[TLSMaterial, TLSMaterial],
+    opened: list[Connection],
+    unique_name: str,
+) -> None:
+    url = _url(secured, ssl_ca_file=str(certificates[0].ca_file))
+    connection = _connect(opened, url, secured.user, secured.password)
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(f"allowed.{unique_name}")
+    consumer = session.createConsumer(queue)
+    producer = session.createProducer(queue)
+    big = "x" * (2 * 1024 * 1024)
+    producer.send(session.createTextMessage(big))
+    for i in range(200):
+        producer.send(session.createTextMessage(str(i)))
+    got = consumer.receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == big
+    for i in range(200):
+        got = consumer.receive(RECEIVE_MS)
+        assert isinstance(got, TextMessage) and got.getText() == str(i)
