@@ -339,7 +339,9 @@ class StompWire:
                 f"cannot reach broker at {where} ({self._config.scheme}): connection refused or timed out; "
                 "check that the broker runs and the port is its STOMP port"
             ) from exc
-        except (OSError, ssl.SSLError) as exc:
+        except (OSError, ssl.SSLError, stomp.exception.NotConnectedException, AttributeError) as exc:
+            # NotConnected/AttributeError: the receiver thread tore the connection down (a TLS alert
+            # right after the handshake) before CONNECT was handed over; it records why first.
             if self._transport.tls_error is not None:
                 raise JMSSecurityException(
                     f"TLS session with {where} failed during CONNECT: {self._transport.tls_error}; if the broker "
