@@ -376,6 +376,12 @@ class StompWire:
             self._conn.disconnect()
         except Exception:
             log.debug("disconnect after failed connect raised", exc_info=True)
+        # stomp.py's disconnect does nothing before CONNECTED, which would leave the socket open and
+        # the receiver thread blocked on a peer that never answered: close it ourselves.
+        try:
+            self._transport.disconnect_socket()
+        except Exception:
+            log.debug("socket close after failed connect raised", exc_info=True)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Graceful DISCONNECT (with receipt, so queued frames are flushed), then drop the socket."""

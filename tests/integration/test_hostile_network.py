@@ -247,6 +247,8 @@ def test_connected_that_never_finishes_times_out(hostile: Callable[[Script], Hos
     with pytest.raises(JMSTimeoutException):
         ConnectionFactory(_url(peer, connect_timeout_ms="2000")).createConnection()
     assert time.monotonic() - started < 10
+    # The abandoned connection's socket is closed, not left to the peer (or to garbage collection).
+    assert peer.done.wait(5), "jmslike left the socket of the timed-out connection open"
 
 
 # -- frames split at every byte, from the real broker --------------------------------------------------
