@@ -438,3 +438,76 @@ def test_tls_carries_large_and_many_messages(
     for i in range(200):
         got = consumer.receive(RECEIVE_MS)
         assert isinstance(got, TextMessage) and got.getText() == str(i)
+
+
+def test_tls_connection_recovers_after_a_network_drop(
+    secured: BrokerHandle,
+    certificates: tuple[TLSMaterial, TLSMaterial],
+    opened: list[Connection],
+    unique_name: str,
+) -> None:
+    """Reconnection makes a fresh TLS session (verified again), through our TCP fault proxy."""
+    from jmslike.conformance.proxy import FaultProxy
+
+    tls_port = getattr(secured, "tls_port", None)
+    assert tls_port is not None
+    with FaultProxy("127.0.0.1", tls_port) as proxy:
+        url = (
+            f"{secured.kind}+ssl://localhost:{proxy.port}?ssl_ca_file={certificates[0].ca_file}"
+            "&reconnect=true&reconnect_attempts=30&heartbeat_ms=1000"
+        )
+        connection = _connect(opened, url, secured.user, secured.password)
+        session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+        queue = session.createQueue(f"allowed.{unique_name}")
+        consumer = session.createConsumer(queue)
+        # The producer is a plain connection that the drop does not touch.
+        publisher = _connect(opened, _url(secured, tls=False), secured.user, secured.password)
+        publish = publisher.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = publish.createProducer(publish.createQueue(f"allowed.{unique_name}"))
+        producer.send(publish.createTextMessage("before"))
+        got = consumer.receive(RECEIVE_MS)
+        assert isinstance(got, TextMessage) and got.getText() == "before"
+        got.acknowledge()
+        assert proxy.drop() >= 1
+        producer.send(publish.createTextMessage("after"))
+        got = consumer.receive(RECEIVE_MS * 3)  # waits through the reconnection
+        assert isinstance(got, TextMessage) and got.getText() == "after"
+        got.acknowledge()
+
+
+@pytest.mark.parametrize("kind_options", [{"tls_need_client_auth": True}], ids=["need-client-auth"])
+def test_broker_demanding_a_client_certificate(
+    broker_kind: str,
+    certificates: tuple[TLSMaterial, TLSMaterial],
+    opened: list[Connection],
+    unique_name: str,
+    kind_options: dict[str, Any],
+) -> None:
+    """The launchers' ``tls_need_client_auth``: no certificate, no connection; ours, a working one."""
+    good = certificates[0]
+    options = {"tls": good, **kind_options}
+    if broker_kind == "rabbitmq":
+        options["management"] = False
+    elif broker_kind != "activemq":
+        pytest.skip(f"no local TLS launcher for {broker_kind}")
+    try:
+        handle = create(broker_kind, "process", **options)
+    except LauncherUnavailableError as exc:
+        pytest.skip(exc.reason)
+    try:
+        handle.start()
+        with pytest.raises(JMSSecurityException, match="TLS"):
+            _connect(opened, _url(handle, ssl_ca_file=str(good.ca_file)), handle.user, handle.password)
+        url = _url(
+            handle,
+            ssl_ca_file=str(good.ca_file),
+            ssl_cert_file=str(good.client_cert),
+            ssl_key_file=str(good.client_key),
+        )
+        _round_trip(_connect(opened, url, handle.user, handle.password), f"allowed.{unique_name}")
+    finally:
+        for connection in opened:
+            with contextlib.suppress(JMSException):
+                connection.close()
+        opened.clear()
+        handle.close()
