@@ -8,21 +8,38 @@ What it adds to stomp.py is what JMS needs and stomp.py leaves to callers:
 - the receiver thread never runs user code: it hands MESSAGE frames to a sink, resolves receipts, and
   reports a lost connection once;
 - a connection lost while calls wait for receipts fails those calls at once instead of letting them
-  run into their timeouts.
+  run into their timeouts;
+- what the broker sends is read by :class:`~jmslike.adapters.stomp_reader.FrameDecoder`, bounded by
+  ``max_frame_bytes`` / ``max_header_bytes``, instead of stomp.py's unbounded buffer; a malformed or
+  oversized frame drops the connection and the reason reaches the application (``ConnectionLostException``
+  whose message says what the peer sent), instead of stomp.py's silent skip of the frame;
+- TLS is set up here, not by stomp.py: one ``ssl.SSLContext`` that verifies the broker's certificate
+  against ``ssl_ca_file`` (or the system CAs) and its host name (unless ``ssl_check_hostname=false``), an
+  optional client certificate, and a failed handshake is a ``JMSSecurityException`` at once -- there is no
+  retry and never a fall-back to plain TCP;
+- stomp.py's DEBUG log of the CONNECT frame would show the passcode (its redaction pattern misses
+  ``passcode:secret``); :class:`_RedactConnectFrames` replaces that log line.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import selectors
+import socket
 import ssl
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import stomp
+import stomp.connect
 import stomp.exception
+import stomp.protocol
+import stomp.transport
+import stomp.utils
 
+from jmslike.adapters.stomp_reader import HEARTBEAT, DecodedFrame, FrameDecodeError, FrameDecoder
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Frame
 from jmslike.exceptions import (
@@ -35,6 +52,197 @@ from jmslike.exceptions import (
 log = logging.getLogger(__name__)
 
 ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
+
+
+class _RedactConnectFrames(logging.Filter):
+    """stomp.py logs every frame it sends at DEBUG; the CONNECT frame's passcode must not reach a log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "sending frame: %s" and "passcode" in str(record.args):
+            record.msg = "sending frame: CONNECT (not shown: it carries the passcode)"
+            record.args = None
+        return True
+
+
+logging.getLogger("stomp.py").addFilter(_RedactConnectFrames())
+
+# The receive path below replaces BaseTransport.__read_frames (name-mangled, hence the spelling); fail at
+# import, not silently at run time, if a stomp.py release renames it.
+_READ_FRAMES = "_BaseTransport__read_frames"
+if not hasattr(stomp.transport.BaseTransport, _READ_FRAMES):  # pragma: no cover - stomp.py upgrade guard
+    raise ImportError(
+        f"stomp.py {stomp.__version__}: BaseTransport has no {_READ_FRAMES}; jmslike needs updating"
+    )
+
+
+class TLSConnectError(stomp.exception.ConnectFailedException):  # type: ignore[misc]
+    """The TLS handshake failed (certificate, host name, protocol); ``cause`` is the ssl error."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class SocketConnectError(stomp.exception.ConnectFailedException):  # type: ignore[misc]
+    """The TCP connection could not be made; ``cause`` is the OSError."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
+    """The client TLS context for ``config``: broker certificate always verified, host name by default."""
+    try:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=config.tls.ca_file)
+        context.check_hostname = config.tls.check_hostname
+        context.verify_mode = ssl.CERT_REQUIRED
+        if config.tls.cert_file:
+            context.load_cert_chain(config.tls.cert_file, config.tls.key_file, config.tls.key_password)
+    except (OSError, ssl.SSLError) as exc:
+        files = [f for f in (config.tls.ca_file, config.tls.cert_file, config.tls.key_file) if f]
+        raise JMSSecurityException(
+            f"cannot load the TLS files {files}: {exc}; check ssl_ca_file, ssl_cert_file and ssl_key_file "
+            "(PEM; the key must belong to the certificate)"
+        ) from exc
+    return context
+
+
+_RECV_BYTES = 64 * 1024
+#: How long receipts are held after an ERROR frame that answered no receipt (see StompWire._on_receipt).
+_HOLD_AFTER_ERROR_S = 0.5
+
+
+class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
+    """stomp.py's transport with jmslike's socket set-up (TLS) and bounded frame reader.
+
+    One host per transport (the wire above handles failover); stomp.py's own retry loop is not used.
+    """
+
+    def __init__(
+        self,
+        host: tuple[str, int],
+        *,
+        timeout_s: float,
+        vhost: str,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+        context: ssl.SSLContext | None,
+    ) -> None:
+        super().__init__(
+            [host],
+            prefer_localhost=False,
+            try_loopback_connect=False,
+            timeout=timeout_s,
+            vhost=vhost,
+            auto_decode=False,
+        )
+        self._jl_host = host
+        self._jl_timeout_s = timeout_s
+        self._jl_context = context
+        self._jl_decoder = FrameDecoder(max_frame_bytes, max_header_bytes)
+        #: Why the reader dropped the connection (a malformed or oversized frame), for the error raised above.
+        self.protocol_error: str | None = None
+        #: A TLS error after the handshake (TLS 1.3: the broker refusing our client certificate).
+        self.tls_error: str | None = None
+
+    def attempt_connection(self) -> None:
+        self.connection_error = False
+        host, port = self._jl_host
+        try:
+            sock = socket.create_connection((host, port), self._jl_timeout_s)
+        except OSError as exc:
+            raise SocketConnectError(exc) from exc
+        if self._jl_context is not None:
+            try:
+                sock = self._jl_context.wrap_socket(sock, server_hostname=host)
+            except (ssl.SSLError, ssl.CertificateError) as exc:
+                sock.close()
+                raise TLSConnectError(exc) from exc
+            except TimeoutError as exc:
+                # TCP works but no TLS answer: most likely a plain STOMP port. Never fall back to plain.
+                sock.close()
+                raise TLSConnectError(
+                    TimeoutError(
+                        f"no TLS handshake answer within {self._jl_timeout_s:.1f}s (is this a TLS port?)"
+                    )
+                ) from exc
+            except OSError as exc:  # reset during the handshake
+                sock.close()
+                raise SocketConnectError(exc) from exc
+            # As stomp.py does for TLS: non-blocking socket, writes go through the io thread's queue,
+            # so reads and writes never run on the same SSL object from two threads.
+            self.send_queue = stomp.transport.PollableQueue()
+            self.sel = selectors.DefaultSelector()
+            self.sel.register(self.send_queue, selectors.EVENT_READ)
+            self.sel.register(sock, selectors.EVENT_READ)
+            self.blocking = False
+            sock.setblocking(False)
+        else:
+            sock.settimeout(None)
+        self.socket = sock
+        self.current_host_and_port = self._jl_host
+
+    def _dispatch(self, frames: list[DecodedFrame]) -> None:
+        for frame in frames:
+            if frame is HEARTBEAT:
+                self.process_frame(stomp.utils.HEARTBEAT_FRAME, b"\n")
+            else:
+                self.process_frame(stomp.utils.Frame(frame.command, frame.headers, frame.body), frame.body)
+
+    def _drop(self, reason: str) -> None:
+        self.protocol_error = reason
+        log.warning("dropping the connection to %s:%s: %s", self._jl_host[0], self._jl_host[1], reason)
+        raise stomp.exception.ConnectionClosedException()
+
+    def receive(self) -> bytes:
+        # stomp.py's version returns None for any socket error before CONNECTED, which hides the TLS
+        # alert a broker sends when it refuses our client certificate; errors are handled by the reader.
+        sock = self.socket
+        if sock is None:
+            raise stomp.exception.ConnectionClosedException()
+        data: bytes = sock.recv(_RECV_BYTES)
+        return data
+
+    def _BaseTransport__read_frames(self) -> None:
+        """Replaces stomp.py's private reader: bounded decoding, EOF seen on TLS sockets too."""
+        while self.running:
+            try:
+                data = self.receive()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                return
+            except InterruptedError:
+                continue
+            except ssl.SSLError as exc:
+                self.tls_error = str(exc)
+                log.debug("TLS read failed: %s", exc)
+                raise stomp.exception.ConnectionClosedException() from exc
+            except OSError as exc:
+                log.debug("socket read failed: %s", exc)
+                raise stomp.exception.ConnectionClosedException() from exc
+            if not data:
+                # EOF. (stomp.py 9 misses it on TLS sockets and spins until the heart-beat times out.)
+                raise stomp.exception.ConnectionClosedException()
+            try:
+                frames = self._jl_decoder.feed(data)
+            except FrameDecodeError as exc:
+                self._dispatch(exc.frames)
+                self._drop(str(exc))
+            self._dispatch(frames)
+            if self.blocking:
+                return
+
+
+class _Connection11(stomp.connect.StompConnection11):  # type: ignore[misc]
+    def __init__(self, transport: BoundedTransport, heartbeats: tuple[int, int]) -> None:
+        stomp.connect.BaseConnection.__init__(self, transport)
+        stomp.protocol.Protocol11.__init__(self, transport, heartbeats, auto_content_length=False)
+
+
+class _Connection12(stomp.connect.StompConnection12):  # type: ignore[misc]
+    def __init__(self, transport: BoundedTransport, heartbeats: tuple[int, int]) -> None:
+        stomp.connect.BaseConnection.__init__(self, transport)
+        stomp.protocol.Protocol12.__init__(self, transport, heartbeats, auto_content_length=False)
 
 
 class WireEvents(Protocol):
@@ -92,27 +300,20 @@ class StompWire:
         self._connected_headers: dict[str, str] = {}
         self._closing = False
         self._lost = False
+        # An ERROR frame that answers no receipt; RabbitMQ sends those for refused frames, then closes.
+        self._unmatched_error: str | None = None
+        self._held: list[_Pending] = []
         heartbeat = config.heartbeat_ms
-        kwargs: dict[str, Any] = dict(
-            host_and_ports=[host],
-            heartbeats=(heartbeat, heartbeat),
-            auto_decode=False,
-            auto_content_length=False,
-            reconnect_attempts_max=1,
-            timeout=config.connect_timeout_ms / 1000,
+        self._transport = BoundedTransport(
+            host,
+            timeout_s=config.connect_timeout_ms / 1000,
             vhost=config.vhost or default_vhost or host[0],
+            max_frame_bytes=config.max_frame_bytes,
+            max_header_bytes=config.max_header_bytes,
+            context=tls_context(config) if config.ssl else None,
         )
-        conn_class = {"1.1": stomp.Connection11, "1.2": stomp.Connection12}[stomp_version]
-        self._conn = conn_class(**kwargs)
-        if config.ssl:
-            self._conn.set_ssl(
-                for_hosts=[host],
-                key_file=config.tls.key_file,
-                cert_file=config.tls.cert_file,
-                ca_certs=config.tls.ca_file,
-                password=config.tls.key_password,
-                ssl_version=ssl.PROTOCOL_TLS_CLIENT,
-            )
+        conn_class: type[Any] = _Connection12 if stomp_version == "1.2" else _Connection11
+        self._conn: Any = conn_class(self._transport, (heartbeat, heartbeat))
         self._conn.set_listener("jmslike", _Listener(self))
 
     # -- connection lifecycle -------------------------------------------------------------------------
@@ -123,17 +324,41 @@ class StompWire:
         where = f"{self._host[0]}:{self._host[1]}"
         try:
             self._conn.connect(creds.user, creds.password, wait=False, headers=dict(headers))
+        except TLSConnectError as exc:
+            raise JMSSecurityException(
+                f"TLS handshake with {where} failed: {exc.cause}; check ssl_ca_file (the CA that signed "
+                "the broker's certificate) and that the URL's host name is in that certificate"
+            ) from exc.cause
+        except SocketConnectError as exc:
+            raise ConnectionLostException(
+                f"cannot reach broker at {where} ({self._config.scheme}): {exc.cause}; "
+                "check that the broker runs and the port is its STOMP port"
+            ) from exc.cause
         except stomp.exception.ConnectFailedException as exc:
             raise ConnectionLostException(
                 f"cannot reach broker at {where} ({self._config.scheme}): connection refused or timed out; "
                 "check that the broker runs and the port is its STOMP port"
             ) from exc
-        except (OSError, ssl.SSLError) as exc:
+        except (OSError, ssl.SSLError, stomp.exception.NotConnectedException, AttributeError) as exc:
+            # NotConnected/AttributeError: the receiver thread tore the connection down (a TLS alert
+            # right after the handshake) before CONNECT was handed over; it records why first.
+            if self._transport.tls_error is not None:
+                raise JMSSecurityException(
+                    f"TLS session with {where} failed during CONNECT: {self._transport.tls_error}; if the broker "
+                    "requires a client certificate, give one signed by a CA it trusts (ssl_cert_file, ssl_key_file)"
+                ) from exc
             raise self._socket_error(where, exc) from exc
         deadline = self._config.connect_timeout_ms / 1000
         if not self._connected.wait(deadline):
             self._abandon()
             raise JMSTimeoutException(f"broker at {where} did not answer CONNECT within {deadline:.1f}s")
+        tls_error = self._transport.tls_error
+        if tls_error is not None and self._connected_headers == {}:
+            self._abandon()
+            raise JMSSecurityException(
+                f"TLS session with {where} failed during CONNECT: {tls_error}; if the broker requires a "
+                "client certificate, give one signed by a CA it trusts (ssl_cert_file, ssl_key_file)"
+            )
         if self._connect_error is not None:
             self._abandon()
             error_class = self._error_for(self._connect_error, None)
@@ -151,6 +376,12 @@ class StompWire:
             self._conn.disconnect()
         except Exception:
             log.debug("disconnect after failed connect raised", exc_info=True)
+        # stomp.py's disconnect does nothing before CONNECTED, which would leave the socket open and
+        # the receiver thread blocked on a peer that never answered: close it ourselves.
+        try:
+            self._transport.disconnect_socket()
+        except Exception:
+            log.debug("socket close after failed connect raised", exc_info=True)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Graceful DISCONNECT (with receipt, so queued frames are flushed), then drop the socket."""
@@ -202,7 +433,9 @@ class StompWire:
             headers["content-length"] = str(len(frame.body))
         try:
             self._conn.send_frame(frame.command, headers, frame.body)
-        except (stomp.exception.NotConnectedException, OSError) as exc:
+        except (stomp.exception.NotConnectedException, OSError, AttributeError) as exc:
+            # AttributeError: on TLS, stomp.py hands frames to its io thread through a queue that it
+            # sets to None once the connection is gone.
             raise ConnectionLostException(f"connection lost while sending {frame.command}") from exc
 
     def _check_usable(self, frame: Frame) -> None:
@@ -247,7 +480,22 @@ class StompWire:
     def _on_receipt(self, receipt: str) -> None:
         with self._lock:
             pending = self._pending.pop(receipt, None)
+            if pending is not None and self._unmatched_error is not None and not self._lost:
+                # RabbitMQ answers a refused SUBSCRIBE with an ERROR without receipt-id, then the
+                # receipt, then closes the connection: hold receipts briefly after such an ERROR, so
+                # the refused call gets the error instead of a success on a connection about to die.
+                self._held.append(pending)
+                return
         if pending is not None:
+            pending.finish(None)
+
+    def _release_held(self) -> None:
+        """The connection survived the unmatched ERROR (ActiveMQ keeps it): the held receipts stand, and
+        a later loss of the connection is not blamed on that ERROR."""
+        with self._lock:
+            held, self._held = self._held, []
+            self._unmatched_error = None
+        for pending in held:
             pending.finish(None)
 
     def _on_error(self, frame: Any) -> None:
@@ -269,6 +517,12 @@ class StompWire:
         if receipt is not None:
             with self._lock:
                 pending = self._pending.pop(receipt, None)
+        if pending is None:
+            with self._lock:
+                self._unmatched_error = text
+            timer = threading.Timer(_HOLD_AFTER_ERROR_S, self._release_held)
+            timer.daemon = True
+            timer.start()
         source = pending.frame if pending is not None else None
         error_class = self._error_for(text, source)
         what = f"{source.command} " if source is not None else ""
@@ -282,20 +536,53 @@ class StompWire:
         if self._lost:
             return
         self._lost = True
+        reason = self._transport.protocol_error
         if not self._connected.is_set():
-            self._connect_error = "connection closed by the broker during CONNECT"
+            self._connect_error = (
+                f"jmslike dropped the connection during CONNECT: {reason}"
+                if reason
+                else "connection closed by the broker during CONNECT"
+            )
             self._connected.set()
-        lost = ConnectionLostException(
-            "connection to the broker was closed" if self._closing else "connection to the broker was lost"
-        )
+        if reason is not None:
+            lost = ConnectionLostException(f"jmslike dropped the connection: {reason}")
+        else:
+            lost = ConnectionLostException(
+                "connection to the broker was closed"
+                if self._closing
+                else "connection to the broker was lost"
+            )
+        if self._unmatched_error is not None and not self._closing:
+            self._fail_culprit(self._unmatched_error)
         self._fail_all(lost)
         if not self._closing:
             self._events.on_lost(lost)
 
+    def _fail_culprit(self, text: str) -> None:
+        """The broker sent an ERROR answering no receipt and closed the connection (RabbitMQ does this
+        for a refused SEND or SUBSCRIBE): it processes frames in order, so the refused frame is the
+        oldest one still waiting for its receipt. That call gets the broker's error; the others get
+        ConnectionLostException (their outcome is unknown)."""
+        with self._lock:
+            if self._held:
+                pending = self._held.pop(0)
+            elif self._pending:
+                pending = self._pending.pop(next(iter(self._pending)))
+            else:
+                return
+        error_class = self._error_for(text, pending.frame)
+        pending.finish(
+            error_class(f"broker refused {pending.frame.command} frame and closed the connection: {text}")
+        )
+
     def _fail_all(self, error: JMSException) -> None:
         with self._lock:
+            # Receipts held after an unmatched ERROR did arrive: those frames were processed.
+            held, self._held = self._held, []
             pending = list(self._pending.values())
             self._pending.clear()
+        for item in held:
+            item.finish(None)
         for item in pending:
             if item.frame.command == "DISCONNECT":
                 item.finish(None)

@@ -33,10 +33,15 @@ class Credentials:
 
 @dataclass(frozen=True)
 class TLSOptions:
+    """TLS settings of a ``+ssl`` URL. The broker's certificate is always verified (against ``ca_file``
+    or the system CAs); ``check_hostname=False`` only drops the host-name match, for brokers reached by
+    an address their certificate does not name."""
+
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
     key_password: str | None = field(default=None, repr=False)
+    check_hostname: bool = True
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,10 @@ class ConnectionConfig:
     activemq_map_transformation: bool = False
     rabbitmq_max_priority: int = 0
     no_durable_topics: tuple[str, ...] = ()
+    #: Largest frame (headers + body) accepted from the broker; a bigger one drops the connection.
+    max_frame_bytes: int = 100 * 1024 * 1024
+    #: Largest header block accepted from the broker.
+    max_header_bytes: int = 1024 * 1024
 
     @property
     def adapter_name(self) -> str:
@@ -86,6 +95,13 @@ def _bool(value: str) -> bool:
     if lowered in ("false", "0", "no", "off"):
         return False
     raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _frame_limit(value: str) -> int:
+    number = int(value)
+    if number < 1024:
+        raise ValueError(f"expected a byte count >= 1024, got {value!r}")
+    return number
 
 
 def _positive_int(value: str) -> int:
@@ -127,11 +143,26 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
         _names,
         "topics that refuse durable subscriptions: comma list of names, or prefixes ending in *",
     ),
+    "max_frame_bytes": (
+        "max_frame_bytes",
+        _frame_limit,
+        "largest frame (headers + body) accepted from the broker; a bigger one drops the connection",
+    ),
+    "max_header_bytes": (
+        "max_header_bytes",
+        _frame_limit,
+        "largest frame header block accepted from the broker; a bigger one drops the connection",
+    ),
     "ssl_ca_file": ("ca_file", str, "PEM file of CAs to trust (TLS)"),
     "ssl_cert_file": ("cert_file", str, "client certificate, PEM (TLS)"),
     "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),
+    "ssl_check_hostname": (
+        "check_hostname",
+        _bool,
+        "TLS: the broker certificate must name the URL's host (default true; the certificate itself is always verified)",
+    ),
 }
-_TLS_FIELDS = {"ca_file", "cert_file", "key_file"}
+_TLS_FIELDS = {"ca_file", "cert_file", "key_file", "check_hostname"}
 _BROKER_SPECIFIC_KEYS = {"activemq_map_transformation": "activemq", "rabbitmq_max_priority": "rabbitmq"}
 
 

@@ -10,6 +10,10 @@ Owns everything specific to running ActiveMQ Classic from an installed distribut
 * :func:`render_log4j_properties` -- console logging (log4j 1.x, which Debian ships, and log4j2, which
   upstream tarballs ship); the launcher captures the JVM's stdout/stderr in ``DIR/data/activemq.log``,
   so JVM errors that happen before logging starts are in the same file.
+* TLS (``tls=`` a :class:`~.tls.TLSMaterial`): a ``stomp+ssl`` connector on ``tls_port`` with the
+  broker's PKCS#12 key store and the CA as trust store (``tls_need_client_auth=True`` makes clients
+  present a certificate signed by it); authorization (``authorization=`` :class:`ActiveMQPermission`
+  entries, rendered as an ``authorizationPlugin`` map; needs ``users``).
 * :class:`ActiveMQBroker` -- the handle: ``java -jar activemq.jar start xbean:file:...`` in its own
   session; graceful stop is SIGTERM to the JVM (its shutdown hook stops the broker), kill is SIGKILL.
 """
@@ -27,6 +31,7 @@ from xml.sax.saxutils import quoteattr
 from jmslike.conformance.brokers.base import DEFAULT_CREDENTIALS, BrokerNotInstalledError
 from jmslike.conformance.brokers.ports import LOOPBACK, free_port
 from jmslike.conformance.brokers.process import BrokerProcess, LocalBroker, RunAs
+from jmslike.conformance.brokers.tls import TLSMaterial
 
 #: Where an ActiveMQ distribution is looked for when neither an argument nor $ACTIVEMQ_HOME says.
 DEFAULT_HOMES: Final = ("/usr/share/activemq", "/opt/activemq", "/opt/apache-activemq")
@@ -64,6 +69,19 @@ class ActiveMQUser:
 
 
 @dataclass(frozen=True)
+class ActiveMQPermission:
+    """One ``<authorizationEntry>``: which groups may read, write and create (admin) destinations
+    matching ``destination`` (ActiveMQ wildcards ``.``, ``*``, ``>``). A destination no entry matches is
+    closed to everyone; the entries matching a destination add up."""
+
+    destination: str
+    topic: bool = False
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    admin: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class ActiveMQConfig:
     """Everything :func:`render_activemq_xml` needs. Snippet fields are inserted verbatim."""
 
@@ -83,8 +101,15 @@ class ActiveMQConfig:
     plugins_xml: str = ""
     #: Users for a ``simpleAuthenticationPlugin``; empty means no authentication (any login works).
     users: tuple[ActiveMQUser, ...] = ()
-    #: Raw elements appended inside ``<broker>`` (e.g. ``<sslContext>``).
+    #: Raw elements appended inside ``<broker>``.
     extra_broker_xml: str = ""
+    #: TLS material for a ``stomp+ssl`` connector on ``tls_port`` (both or neither).
+    tls: TLSMaterial | None = None
+    tls_port: int | None = None
+    #: The ``stomp+ssl`` connector demands a client certificate signed by the test CA.
+    tls_need_client_auth: bool = False
+    #: Authorization entries; empty means every authenticated user may do everything.
+    authorization: tuple[ActiveMQPermission, ...] = ()
     memory_percent_of_heap: int = 70
     store_limit: str = "2 gb"
     temp_limit: str = "1 gb"
@@ -116,6 +141,22 @@ def render_activemq_xml(config: ActiveMQConfig) -> str:
     attr_text = "".join(f"\n        {k}={quoteattr(v)}" for k, v in attributes.items())
 
     connectors = [TransportConnector("stomp", stomp_uri(config)), *config.extra_connectors]
+    ssl_context = ""
+    if config.tls is not None and config.tls_port is not None:
+        ssl_options = dict(config.stomp_options)
+        # A client certificate, when presented, must be signed by the test CA; needClientAuth demands one.
+        ssl_options["needClientAuth" if config.tls_need_client_auth else "wantClientAuth"] = "true"
+        uri = _uri_with_options(f"stomp+ssl://{config.host}:{config.tls_port}", ssl_options)
+        connectors.append(TransportConnector("stomp+ssl", uri))
+        tls = config.tls
+        ssl_context = (
+            "    <sslContext>\n"
+            f'      <sslContext keyStore={quoteattr("file:" + str(tls.broker_keystore))} keyStoreType="pkcs12"\n'
+            f"        keyStorePassword={quoteattr(tls.store_password)}\n"
+            f'        trustStore={quoteattr("file:" + str(tls.truststore))} trustStoreType="pkcs12"\n'
+            f"        trustStorePassword={quoteattr(tls.store_password)}/>\n"
+            "    </sslContext>\n"
+        )
     connector_lines = "\n".join(
         f"      <transportConnector name={quoteattr(c.name)} uri={quoteattr(c.uri)}/>" for c in connectors
     )
@@ -146,6 +187,8 @@ def render_activemq_xml(config: ActiveMQConfig) -> str:
             f"          <users>\n{users}\n          </users>\n"
             "        </simpleAuthenticationPlugin>"
         )
+    if config.authorization:
+        plugins.append(render_authorization(config))
     if config.plugins_xml.strip():
         plugins.append("        " + config.plugins_xml.strip())
     plugins_block = "    <plugins>\n" + "\n".join(plugins) + "\n    </plugins>\n" if plugins else ""
@@ -171,12 +214,39 @@ def render_activemq_xml(config: ActiveMQConfig) -> str:
         <tempUsage><tempUsage limit={quoteattr(config.temp_limit)}/></tempUsage>
       </systemUsage>
     </systemUsage>
-{plugins_block}    <transportConnectors>
+{plugins_block}{ssl_context}    <transportConnectors>
 {connector_lines}
     </transportConnectors>
 {extra}  </broker>
 </beans>
 """
+
+
+def render_authorization(config: ActiveMQConfig) -> str:
+    """The ``<authorizationPlugin>`` for ``config.authorization`` (pure). Every group of every user may
+    use advisory topics and temporary destinations, which ActiveMQ's own machinery needs."""
+    everyone = ",".join(sorted({g for u in config.users for g in u.groups})) or "users"
+    entries: list[str] = []
+    for perm in config.authorization:
+        attributes = {("topic" if perm.topic else "queue"): perm.destination}
+        for what, groups in (("read", perm.read), ("write", perm.write), ("admin", perm.admin)):
+            if groups:
+                attributes[what] = ",".join(groups)
+        entries.append(
+            "<authorizationEntry " + " ".join(f"{k}={quoteattr(v)}" for k, v in attributes.items()) + "/>"
+        )
+    entries.append(
+        f'<authorizationEntry topic="ActiveMQ.Advisory.>" read="{everyone}" write="{everyone}" admin="{everyone}"/>'
+    )
+    lines = "\n".join(f"                {e}" for e in entries)
+    return (
+        "        <authorizationPlugin>\n          <map>\n            <authorizationMap>\n"
+        f"              <authorizationEntries>\n{lines}\n              </authorizationEntries>\n"
+        "              <tempDestinationAuthorizationEntry>\n"
+        f'                <tempDestinationAuthorizationEntry read="{everyone}" write="{everyone}" admin="{everyone}"/>\n'
+        "              </tempDestinationAuthorizationEntry>\n"
+        "            </authorizationMap>\n          </map>\n        </authorizationPlugin>"
+    )
 
 
 _LOG_PATTERN = "%d{ISO8601} | %-5p | %m | %c | %t%n"
@@ -355,6 +425,8 @@ class ActiveMQBroker(LocalBroker):
         self.jvm_args = tuple(jvm_args)
         self.xstream = xstream
         self._xstream_jars: list[Path] = []
+        if config_options.get("tls") is not None and config_options.get("tls_port") is None:
+            config_options["tls_port"] = free_port()
         self.config = ActiveMQConfig(
             stomp_port=self.port,
             data_dir=str(self.base_dir / "data"),
@@ -366,8 +438,15 @@ class ActiveMQBroker(LocalBroker):
         self._java = find_java(self._java_arg)
         self._xstream_jars = find_xstream_jars() if self.xstream else []
 
+    @property
+    def tls_port(self) -> int | None:
+        """Port of the ``stomp+ssl`` connector (None without ``tls=``)."""
+        return self.config.tls_port if self.config.tls is not None else None
+
     def _ports(self) -> dict[str, int]:
         ports = {"stomp": self.port}
+        if self.tls_port is not None:
+            ports["stomp+ssl"] = self.tls_port
         for connector in self.config.extra_connectors:
             port_text = connector.uri.split("?", 1)[0].rsplit(":", 1)[-1]
             if port_text.isdigit():

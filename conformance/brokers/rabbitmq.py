@@ -6,6 +6,12 @@ Owns everything specific to running an installed RabbitMQ server privately:
   :func:`rabbitmq_environment` -- pure renderings of ``rabbitmq.conf`` (STOMP, AMQP and management
   listeners on loopback, ``loopback_users = none``), the enabled-plugins file and the ``RABBITMQ_*``
   environment that points every file RabbitMQ writes into the private directory.
+* TLS (``tls=`` a :class:`~.tls.TLSMaterial`): ``stomp.listeners.ssl`` on ``tls_port`` with
+  ``ssl_options`` (the PEM files are copied into the private directory, which the broker user owns;
+  client certificates are verified when presented, demanded with ``tls_need_client_auth=True``).
+* Users and permissions (``users=`` :class:`RabbitMQUser` entries with per-vhost configure/write/read
+  regexes): a definitions file loaded at boot (``load_definitions``), with salted SHA-256 password
+  hashes as RabbitMQ computes them; the handle's own user stays an administrator with full rights.
 * :class:`RabbitMQBroker` -- the handle. It runs the server script under ``/usr/lib/rabbitmq/bin``
   directly (not Debian's ``/usr/sbin`` wrapper, which would ``su`` and send output to
   ``/var/log/rabbitmq``), as the ``rabbitmq`` user when we are root, with ``HOME`` in the private
@@ -17,8 +23,11 @@ Owns everything specific to running an installed RabbitMQ server privately:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import grp
+import hashlib
+import json
 import logging
 import os
 import pwd
@@ -27,7 +36,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -40,6 +49,7 @@ from jmslike.conformance.brokers.process import (
     child_pids,
 )
 from jmslike.conformance.brokers.readiness import ProbeResult
+from jmslike.conformance.brokers.tls import TLSMaterial
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +66,59 @@ MANAGEMENT_PLUGIN: Final = "rabbitmq_management"
 
 
 @dataclass(frozen=True)
+class RabbitMQPermission:
+    """``rabbitmqctl set_permissions``: regexes over resource names (queues, exchanges; the default
+    exchange is ``amq.default``). STOMP SEND to ``/queue/q`` needs configure on ``q`` (declare) and write
+    on ``amq.default``; SUBSCRIBE needs configure and read on ``q``."""
+
+    vhost: str = "/"
+    configure: str = ".*"
+    write: str = ".*"
+    read: str = ".*"
+
+
+@dataclass(frozen=True)
+class RabbitMQUser:
+    """A user created at boot from the definitions file."""
+
+    name: str
+    password: str = field(repr=False)
+    tags: tuple[str, ...] = ()
+    permissions: tuple[RabbitMQPermission, ...] = (RabbitMQPermission(),)
+
+
+def rabbitmq_password_hash(password: str, salt: bytes | None = None) -> str:
+    """RabbitMQ's ``rabbit_password_hashing_sha256``: base64(salt + sha256(salt + password))."""
+    salt = secrets.token_bytes(4) if salt is None else salt
+    return base64.b64encode(salt + hashlib.sha256(salt + password.encode()).digest()).decode()
+
+
+def render_definitions(users: Sequence[RabbitMQUser]) -> str:
+    """A definitions file (JSON) creating ``users``, their vhosts and permissions (pure but for salts)."""
+    vhosts = sorted({p.vhost for u in users for p in u.permissions} | {"/"})
+    return json.dumps(
+        {
+            "users": [
+                {
+                    "name": u.name,
+                    "password_hash": rabbitmq_password_hash(u.password),
+                    "hashing_algorithm": "rabbit_password_hashing_sha256",
+                    "tags": ",".join(u.tags),
+                }
+                for u in users
+            ],
+            "vhosts": [{"name": v} for v in vhosts],
+            "permissions": [
+                {"user": u.name, "vhost": p.vhost, "configure": p.configure, "write": p.write, "read": p.read}
+                for u in users
+                for p in u.permissions
+            ],
+        },
+        indent=2,
+    )
+
+
+@dataclass(frozen=True)
 class RabbitMQConfig:
     """Everything :func:`render_rabbitmq_conf` and :func:`render_enabled_plugins` need."""
 
@@ -68,6 +131,12 @@ class RabbitMQConfig:
     disk_free_limit: str = "50MB"
     #: Raw ``rabbitmq.conf`` lines appended at the end.
     extra_config: str = ""
+    #: TLS listener: port and the directory the broker reads ``ca.pem``/``broker.pem``/``broker.key`` from.
+    tls_port: int | None = None
+    tls_dir: str | None = None
+    tls_need_client_auth: bool = False
+    #: Definitions file loaded at boot (users, vhosts, permissions).
+    definitions_file: str | None = None
 
 
 def render_rabbitmq_conf(config: RabbitMQConfig) -> str:
@@ -87,6 +156,18 @@ def render_rabbitmq_conf(config: RabbitMQConfig) -> str:
             f"management.tcp.port = {config.management_port}",
             f"management.tcp.ip = {config.host}",
         ]
+    if config.tls_port is not None and config.tls_dir is not None:
+        tls_dir = config.tls_dir.rstrip("/")
+        lines += [
+            f"stomp.listeners.ssl.1 = {config.host}:{config.tls_port}",
+            f"ssl_options.cacertfile = {tls_dir}/ca.pem",
+            f"ssl_options.certfile = {tls_dir}/broker.pem",
+            f"ssl_options.keyfile = {tls_dir}/broker.key",
+            "ssl_options.verify = verify_peer",
+            f"ssl_options.fail_if_no_peer_cert = {'true' if config.tls_need_client_auth else 'false'}",
+        ]
+    if config.definitions_file is not None:
+        lines.append(f"load_definitions = {config.definitions_file}")
     if config.extra_config.strip():
         lines.append(config.extra_config.strip())
     return "\n".join(lines) + "\n"
@@ -204,6 +285,10 @@ class RabbitMQBroker(LocalBroker):
         user: str | None = None,
         password: str | None = None,
         start_timeout_s: float | None = None,
+        tls: TLSMaterial | None = None,
+        tls_port: int | None = None,
+        tls_need_client_auth: bool = False,
+        users: Sequence[RabbitMQUser] = (),
     ) -> None:
         default_user, default_password = DEFAULT_CREDENTIALS["rabbitmq"]
         super().__init__(
@@ -221,6 +306,11 @@ class RabbitMQBroker(LocalBroker):
         self.dist_port = free_port()
         self.epmd_port = free_port()
         self.node_name = node_name or f"jmslike-{secrets.token_hex(4)}@localhost"
+        self.tls = tls
+        self.tls_port: int | None = None
+        if tls is not None:
+            self.tls_port = tls_port if tls_port is not None else free_port()
+        self.users = tuple(users)
         self.config = RabbitMQConfig(
             stomp_port=self.port,
             amqp_port=self.amqp_port,
@@ -228,6 +318,10 @@ class RabbitMQBroker(LocalBroker):
             plugins=tuple(plugins),
             extra_config=extra_config,
             log_level=log_level,
+            tls_port=self.tls_port,
+            tls_dir=str(self.base_dir / "conf" / "tls") if tls is not None else None,
+            tls_need_client_auth=tls_need_client_auth,
+            definitions_file=str(self.base_dir / "conf" / "definitions.json") if self.users else None,
         )
         self._epmd: subprocess.Popen[bytes] | None = None
         self._run_as = _run_as()
@@ -250,6 +344,8 @@ class RabbitMQBroker(LocalBroker):
 
     def _ports(self) -> dict[str, int]:
         ports = {"stomp": self.port, "amqp": self.amqp_port, "erlang distribution": self.dist_port}
+        if self.tls_port is not None:
+            ports["stomp+ssl"] = self.tls_port
         if self.management_port is not None:
             ports["management"] = self.management_port
         if self._epmd is None or self._epmd.poll() is not None:
@@ -263,6 +359,23 @@ class RabbitMQBroker(LocalBroker):
         (conf / "rabbitmq.conf").write_text(render_rabbitmq_conf(self.config))
         (conf / "enabled_plugins").write_text(render_enabled_plugins(self.config))
         (conf / "rabbitmq-env.conf").write_text("# empty: the launcher sets everything in the environment\n")
+        if self.tls is not None:
+            tls_dir = conf / "tls"
+            tls_dir.mkdir(exist_ok=True)
+            for source, name in (
+                (self.tls.ca_file, "ca.pem"),
+                (self.tls.broker_cert, "broker.pem"),
+                (self.tls.broker_key, "broker.key"),
+            ):
+                shutil.copyfile(source, tls_dir / name)
+            (tls_dir / "broker.key").chmod(0o600)
+        if self.users:
+            # The handle's own account stays an administrator: the readiness probe and the tests log in with it.
+            admin = RabbitMQUser(self.user, self.password, tags=("administrator",))
+            users = [admin, *(u for u in self.users if u.name != self.user)]
+            definitions = conf / "definitions.json"
+            definitions.write_text(render_definitions(users))
+            definitions.chmod(0o600)
         cookie = self.base_dir / "home" / ".erlang.cookie"
         if not cookie.exists():
             cookie.write_text(secrets.token_hex(16).upper())

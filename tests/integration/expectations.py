@@ -58,6 +58,11 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "ActiveMQ Classic as packaged here has no management interface Python can reach (no Jolokia, JMX "
         "off): a subscription's pending count is unknown (None), never guessed",
     ),
+    ("usable-after-authorization-error", "rabbitmq"): Expectation(
+        "deviation",
+        "RabbitMQ answers a STOMP frame it does not permit (access_refused) by closing the whole STOMP "
+        "connection; the refused call raises JMSSecurityException, later calls ConnectionLostException",
+    ),
     ("send-to-deleted-temporary", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ drops a message sent to a deleted temporary queue without an error (unroutable publish)",

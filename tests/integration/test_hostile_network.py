@@ -1,0 +1,374 @@
+"""Hostile or broken input from the network: jmslike fails clearly, in bounded memory and time.
+
+Two kinds of peer, neither a fake broker:
+
+- a scripted *hostile peer* (a few lines of socket code per test) that reads our CONNECT and answers
+  with something no broker should send: endless bodies and header blocks, invalid UTF-8, non-STOMP
+  bytes, a CONNECTED that never finishes;
+- a byte-by-byte relay in front of the real broker, so every frame the broker sends reaches jmslike
+  split at every byte.
+
+The expected outcome is always the same: a JMS exception whose message says what the peer did, the
+connection dropped, the process fine, within seconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from jmslike import (
+    Connection,
+    ConnectionFactory,
+    JMSException,
+    Session,
+    TextMessage,
+)
+from jmslike.exceptions import ConnectionLostException, JMSTimeoutException
+
+Script = Callable[[socket.socket], None]
+DEADLINE_S = 20.0
+
+
+class HostilePeer:
+    """Accepts one connection on loopback, reads the client's first frame, then runs ``script``."""
+
+    def __init__(self, script: Script) -> None:
+        self.script = script
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sent = 0
+        self.dropped = threading.Event()  # the client closed on us while we were still talking
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="hostile-peer", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.listener.settimeout(DEADLINE_S)
+            conn, _ = self.listener.accept()
+        except OSError:
+            self.done.set()
+            return
+        with conn:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.settimeout(DEADLINE_S)
+            try:
+                received = b""
+                while b"\x00" not in received:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    received += chunk
+                self.script(conn)
+            except OSError:
+                self.dropped.set()
+            finally:
+                self.done.set()
+
+    def send(self, conn: socket.socket, data: bytes) -> None:
+        conn.sendall(data)
+        self.sent += len(data)
+
+    def close(self) -> None:
+        self.listener.close()
+        self.thread.join(DEADLINE_S)
+
+
+@pytest.fixture
+def hostile() -> Iterator[Callable[[Script], HostilePeer]]:
+    peers: list[HostilePeer] = []
+
+    def make(script: Script) -> HostilePeer:
+        peer = HostilePeer(script)
+        peers.append(peer)
+        return peer
+
+    yield make
+    for peer in peers:
+        peer.close()
+
+
+CONNECTED = b"CONNECTED\nversion:1.2\nserver:hostile/0\nheart-beat:0,0\n\n\x00"
+
+
+def _url(peer: HostilePeer, **query: str) -> str:
+    options = {"heartbeat_ms": "0", "connect_timeout_ms": "5000", **query}
+    return f"activemq://127.0.0.1:{peer.port}?" + "&".join(f"{k}={v}" for k, v in options.items())
+
+
+def _answer_subscribe(peer: HostilePeer, conn: socket.socket) -> None:
+    """Read frames until the client's SUBSCRIBE and confirm it, so the client sits in receive()."""
+    buffered = b""
+    while True:
+        while b"\x00" not in buffered:
+            chunk = conn.recv(4096)
+            if not chunk:
+                raise ConnectionResetError("client went away")
+            buffered += chunk
+        frame, _, buffered = buffered.partition(b"\x00")
+        lines = frame.lstrip(b"\r\n").split(b"\n")
+        if lines[0] == b"SUBSCRIBE":
+            for line in lines:
+                if line.startswith(b"receipt:"):
+                    peer.send(conn, b"RECEIPT\nreceipt-id:" + line[len(b"receipt:") :] + b"\n\n\x00")
+            return
+
+
+def _stream_forever(peer: HostilePeer, conn: socket.socket, head: bytes, filler: bytes, cap: int) -> None:
+    peer.send(conn, head)
+    chunk = filler * (65536 // len(filler))
+    while peer.sent < cap:
+        peer.send(conn, chunk)
+
+
+def _receive_until_dropped(url: str) -> ConnectionLostException:
+    """Connect, subscribe, block in receive(): the peer's bad frame must end it with the reason."""
+    connection = ConnectionFactory(url).createConnection()
+    try:
+        connection.start()
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        consumer = session.createConsumer(session.createQueue("x"))
+        with pytest.raises(ConnectionLostException) as raised:
+            consumer.receive(int(DEADLINE_S * 1000))
+    finally:
+        connection.close()
+    return raised.value
+
+
+def _after_subscribe(
+    peer_ref: list[HostilePeer], data: bytes, then: Callable[[socket.socket], None]
+) -> Script:
+    """The peer's script: CONNECTED, confirm the SUBSCRIBE, send ``data``, then ``then(conn)``."""
+
+    def script(conn: socket.socket) -> None:
+        peer = peer_ref[0]
+        peer.send(conn, CONNECTED)
+        _answer_subscribe(peer, conn)
+        peer.send(conn, data)
+        then(conn)
+
+    return script
+
+
+def _wait_for_hang_up(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.recv(1)
+
+
+def test_endless_message_body_is_cut_off_at_max_frame_bytes(hostile: Callable[[Script], HostilePeer]) -> None:
+    cap = 512 * 1024 * 1024
+    ref: list[HostilePeer] = []
+    head = b"MESSAGE\ndestination:/queue/x\nsubscription:1\nmessage-id:1\n\n"
+    peer = hostile(_after_subscribe(ref, b"", lambda conn: _stream_forever(ref[0], conn, head, b"A", cap)))
+    ref.append(peer)
+    started = time.monotonic()
+    error = _receive_until_dropped(_url(peer, max_frame_bytes="65536"))
+    assert "max_frame_bytes=65536" in str(error)
+    assert peer.done.wait(DEADLINE_S) and peer.dropped.is_set(), "the peer was never cut off"
+    # Loopback socket buffers hold a few MiB; everything beyond that the client refused to read.
+    assert peer.sent < 64 * 1024 * 1024
+    assert time.monotonic() - started < DEADLINE_S
+
+
+def test_content_length_announcing_too_much_fails_before_the_body(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    ref: list[HostilePeer] = []
+    data = b"MESSAGE\ndestination:/queue/x\ncontent-length:99999999999\n\n"
+    peer = hostile(_after_subscribe(ref, data, _wait_for_hang_up))
+    ref.append(peer)
+    error = _receive_until_dropped(_url(peer))
+    assert "announces a 99999999999-byte body" in str(error)
+
+
+def test_endless_header_block_during_connect(hostile: Callable[[Script], HostilePeer]) -> None:
+    peer = hostile(
+        lambda conn: _stream_forever(peer, conn, b"CONNECTED\nversion:1.2\nx:", b"h", 512 * 1024 * 1024)
+    )
+    started = time.monotonic()
+    with pytest.raises(JMSException, match="max_header_bytes=4096"):
+        ConnectionFactory(_url(peer, max_header_bytes="4096")).createConnection()
+    assert time.monotonic() - started < DEADLINE_S
+    assert peer.done.wait(DEADLINE_S) and peer.dropped.is_set()
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (b"CONNECTED\nversion:1.2\nserver:\xff\xfe\n\n\x00", "UTF-8"),
+        (b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", "unknown or client-only"),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03" + bytes(range(256)) + b"\n\n\x00", "UTF-8"),
+        (b"CONNECTED\nversion:1.2\nthis line has no colon\n\n\x00", "name:value"),
+        (b"CONNECTED\nversion:1.2\ncontent-length:2\n\nabc\x00", "not NUL"),
+    ],
+    ids=["invalid-utf8", "http", "binary", "no-colon", "bad-content-length"],
+)
+def test_malformed_answer_to_connect_is_a_clear_error(
+    hostile: Callable[[Script], HostilePeer], answer: bytes, fragment: str
+) -> None:
+    def script(conn: socket.socket) -> None:
+        peer.send(conn, answer)
+        with contextlib.suppress(OSError):
+            conn.recv(1)
+
+    peer = hostile(script)
+    started = time.monotonic()
+    with pytest.raises(JMSException, match=fragment):
+        ConnectionFactory(_url(peer)).createConnection()
+    assert time.monotonic() - started < DEADLINE_S
+
+
+def test_malformed_frame_after_connect_drops_the_connection_with_the_reason(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    ref: list[HostilePeer] = []
+    data = b"MESSAGE\ndestination:/queue/x\nbad:\xc3\x28\n\nbody\x00"
+    peer = hostile(_after_subscribe(ref, data, _wait_for_hang_up))
+    ref.append(peer)
+    error = _receive_until_dropped(_url(peer))
+    assert "UTF-8" in str(error)
+
+
+def test_connected_that_never_finishes_times_out(hostile: Callable[[Script], HostilePeer]) -> None:
+    def script(conn: socket.socket) -> None:
+        peer.send(conn, b"CONNECTED\nversion:1.2\n")
+        with contextlib.suppress(OSError):
+            conn.recv(1)
+
+    peer = hostile(script)
+    started = time.monotonic()
+    with pytest.raises(JMSTimeoutException):
+        ConnectionFactory(_url(peer, connect_timeout_ms="2000")).createConnection()
+    assert time.monotonic() - started < 10
+    # The abandoned connection's socket is closed, not left to the peer (or to garbage collection).
+    assert peer.done.wait(5), "jmslike left the socket of the timed-out connection open"
+
+
+# -- frames split at every byte, from the real broker --------------------------------------------------
+
+
+class ByteRelay:
+    """Forwards client -> broker as is and broker -> client one byte per send (TCP_NODELAY)."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.bytes_to_client = 0
+        self.sockets: list[socket.socket] = []
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True, name="byte-relay").start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(self.target)
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.sockets += [client, upstream]
+            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket, one_by_one: bool) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                if one_by_one:
+                    for i in range(len(data)):
+                        sink.sendall(data[i : i + 1])
+                        self.bytes_to_client += 1
+                else:
+                    sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+        for sock in self.sockets:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+
+def test_frames_split_at_every_byte_arrive_intact(broker: Any, unique_name: str) -> None:
+    if broker.kind == "artemis":
+        pytest.skip("needs a locally reachable broker port for the relay")
+    relay = ByteRelay((broker.host, broker.port))
+    try:
+        url = f"{broker.kind}://127.0.0.1:{relay.port}"
+        connection: Connection = ConnectionFactory(url).createConnection(broker.user, broker.password)
+        try:
+            connection.start()
+            session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(unique_name)
+            consumer = session.createConsumer(queue)
+            producer = session.createProducer(queue)
+            bodies = ["", "a", "with\nnewline", "x" * 3000, "nul\x00inside", "\u00e9\u4e2d\U0001f600"]
+            for body in bodies:
+                message = session.createTextMessage(body)
+                message.setStringProperty("p", "colon:and\\back")
+                producer.send(message)
+            for body in bodies:
+                got = consumer.receive(20_000)
+                assert isinstance(got, TextMessage)
+                assert got.getText() == body
+                assert got.getStringProperty("p") == "colon:and\\back"
+        finally:
+            connection.close()
+        assert relay.bytes_to_client > 3000
+    finally:
+        relay.close()
+
+
+def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -> None:
+    """stomp.py 9 misses end-of-file on TLS sockets (it spins until a heart-beat times out, forever with
+    heart-beats off); jmslike's reader sees it and reports the loss."""
+    pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
+    import ssl
+
+    from jmslike.conformance.brokers.tls import generate
+
+    material = generate(tmp_path, names=("localhost",))
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_context.wrap_socket(conn, server_side=True) as tls:
+            received = b""
+            while b"\x00" not in received:
+                received += tls.recv(4096)
+            tls.sendall(CONNECTED)
+            listening.wait(DEADLINE_S)  # the client has its ExceptionListener: now go away
+
+    listening = threading.Event()
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    lost = threading.Event()
+    url = f"activemq+ssl://localhost:{port}?ssl_ca_file={material.ca_file}&heartbeat_ms=0"
+    connection = ConnectionFactory(url).createConnection()
+    try:
+        connection.setExceptionListener(lambda error: lost.set())
+        listening.set()
+        assert lost.wait(10), "the closed TLS connection went unnoticed"
+    finally:
+        connection.close()
+        listener.close()
+        thread.join(5)
