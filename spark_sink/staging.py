@@ -15,6 +15,7 @@ same bytes. Pure file code (pyarrow for the format): no Spark, no broker.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -82,10 +83,8 @@ class StagingStore:
                 time.sleep(0.2)
         self._lock_fd = fd
         for name in os.listdir(self.tmp):  # leftovers of a crashed writer: never visible, never acked
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(self.tmp, name))
-            except FileNotFoundError:
-                pass
 
     def release(self) -> None:
         if self._lock_fd is not None:
@@ -147,10 +146,8 @@ class StagingStore:
                 yield reader.get_batch(i).select(columns)
 
     def delete_chunk(self, seq: int) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.chunk_path(seq))
-        except FileNotFoundError:
-            pass
 
     # -- commit marker --------------------------------------------------------------------------------
 
