@@ -8,6 +8,7 @@ silently doing something else. Pure code (no Spark, no broker): unit-tested.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -58,13 +59,50 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
     return {str(k).lower(): str(v) for k, v in options.items()}
 
 
+DISPLAY_NAMES = {
+    name.lower(): name
+    for name in [
+        "url",
+        "topic",
+        "queue",
+        "clientId",
+        "subscriptionName",
+        "messageSelector",
+        "user",
+        "password",
+        "stagingLocation",
+        "maxMessagesPerTrigger",
+        "laneSelectors",
+        "lanes",
+        "stagingChunkMessages",
+        "receiveTimeoutMs",
+        "maxTriggerDelayMs",
+        "dedupeWindow",
+        "brokerRetryMs",
+        "lockTimeoutMs",
+        "deliveryMode",
+        "priority",
+        "timeToLive",
+        "transactionSize",
+    ]
+}
+
+
 def _check_known(given: Mapping[str, str], known: Mapping[str, str], what: str) -> None:
+    """Spark lower-cases option names before Python sees them, so messages show the lower-case name and
+    suggest the documented spelling."""
     unknown = sorted(k for k in given if k not in known and k != "path")
-    if unknown:
-        raise OptionError(
-            f"unknown option(s) for the jms {what}: {', '.join(unknown)}; known options: "
-            f"{', '.join(sorted(known))}"
-        )
+    if not unknown:
+        return
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f" (did you mean {DISPLAY_NAMES.get(close[0], close[0])!r}?)" if close else ""
+        hints.append(f"{name!r}{hint}")
+    raise OptionError(
+        f"unknown option(s) for the jms {what}: {', '.join(hints)}; known options: "
+        f"{', '.join(DISPLAY_NAMES.get(k, k) for k in sorted(known))}"
+    )
 
 
 def _required(given: Mapping[str, str], name: str, display: str, why: str = "") -> str:

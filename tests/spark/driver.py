@@ -69,7 +69,8 @@ def main() -> int:
     else:
         query.awaitTermination(args.seconds or None)  # raises if the query failed
         query.stop()
-    print(json.dumps({"event": "done"}), flush=True)
+    batches = [int(p["numInputRows"]) for p in query.recentProgress if p.get("numInputRows")]
+    print(json.dumps({"event": "done", "batches": batches}), flush=True)
     spark.stop()
     return 0
 
