@@ -136,7 +136,7 @@ class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         first, last = int(start["seq"]), int(end["seq"])
         return [ChunkPartition(self._options.staging_location, seq) for seq in range(first + 1, last + 1)]
 
-    def read(self, partition: ChunkPartition) -> Iterator[Any]:  # type: ignore[override]
+    def read(self, partition: ChunkPartition) -> Iterator[Any]:
         yield from StagingStore(partition.staging_location).read_batches(partition.seq, list(COLUMNS))
 
     def commit(self, end: dict[str, Any]) -> None:

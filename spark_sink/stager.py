@@ -33,8 +33,14 @@ from jmslike.spark_sink.records import KEY_COLUMN, message_row, rows_to_table
 from jmslike.spark_sink.staging import StagingError, StagingStore
 
 log = logging.getLogger(__name__)
+import os as _os  # DEBUG-TEMP
+if _os.environ.get("JMSLIKE_SPARK_DEBUG"):  # DEBUG-TEMP
+    _h = logging.FileHandler(_os.environ["JMSLIKE_SPARK_DEBUG"])  # DEBUG-TEMP
+    _h.setFormatter(logging.Formatter("%(asctime)s %(process)d %(message)s"))  # DEBUG-TEMP
+    log.addHandler(_h); log.setLevel(logging.DEBUG)  # DEBUG-TEMP
 
-_POLL_SLICE_MS = 20  # several lanes: wait on each in turn this long, so no lane starves
+_POLL_SLICE_MS = 20
+FIRST_RECEIVE_MS = 5000  # quiet time that counts as "empty" right after (re)connecting  # several lanes: wait on each in turn this long, so no lane starves
 
 
 class Stager:
@@ -46,6 +52,7 @@ class Stager:
         self.store = StagingStore(options.staging_location)
         self._started = False
         self._connection: Any = None
+        self._fresh_connection = False
         self._sessions: list[Session] = []
         self._consumers: list[MessageConsumer] = []
         self._keys: dict[str, int] = {}  # de-duplication key -> chunk seq holding it
@@ -111,6 +118,7 @@ class Stager:
                 delay = min(delay * 2, 2.0)
 
     def _open(self) -> None:
+        log.debug("connecting")  # DEBUG-TEMP
         opts = self.options
         connection = ConnectionFactory(opts.url).createConnection(opts.user, opts.password)
         self._connection = connection
@@ -131,6 +139,7 @@ class Stager:
                 )
             self._consumers.append(consumer)
         connection.start()
+        self._fresh_connection = True
 
     def _close_quietly(self) -> None:
         connection, self._connection = self._connection, None
@@ -154,6 +163,11 @@ class Stager:
         lanes = len(self._consumers)
         quiet_ms = 0
         timeout_ms = self.options.receive_timeout_ms
+        if self._fresh_connection:
+            # A subscription just (re)attached may take a while before the broker dispatches its backlog
+            # (ActiveMQ pages a durable subscription in from its store): do not call that quiet.
+            timeout_ms = max(timeout_ms, FIRST_RECEIVE_MS)
+            self._fresh_connection = False
         while len(got) < count:
             progressed = False
             for lane, consumer in enumerate(self._consumers):
@@ -206,6 +220,7 @@ class Stager:
             fresh.add(key)
             rows.append(row)
         self.stats["received"] += len(received)
+        log.debug("stage: received %d (n %s..%s, redelivered %d), dups %d", len(received), received[0][1].getObjectProperty("n") if received else None, received[-1][1].getObjectProperty("n") if received else None, sum(1 for _, m in received if m.getJMSRedelivered()), len(received) - len(rows))  # DEBUG-TEMP
         if rows:
             table = rows_to_table(rows)
             seq = self._last_seq + 1
@@ -241,15 +256,18 @@ class Stager:
         return end
 
     def latest(self, start: int | None, limit: int | None) -> int:
+        log.debug("latest(start=%s, limit=%s) last=%s offered=%s committed=%s", start, limit, self._last_seq, self._offered, self._committed)  # DEBUG-TEMP
         """The offset (chunk seq) for the next batch; stages new chunks when nothing staged is pending.
 
         ``start`` is Spark's start offset when Spark passes it (PySpark 4.2+); before that it is unknown
         and a restarted driver first offers everything already staged (never less than Spark's start)."""
         self.start()
         if start is None:
-            if self._offered is None and self._last_seq > self._committed:
-                self._offered = self._last_seq  # a restarted driver offers what is staged first
-                return self._last_seq
+            # PySpark 4.0/4.1 does not say where Spark is. Spark's last offset is at most our newest
+            # chunk, so answering from there on is never below it; but answering exactly the newest
+            # chunk could be "no new data" to Spark while the broker has more (processAllAvailable and
+            # AvailableNow would stop): so receive as well. After a restart the first batch may thus
+            # carry what was staged but not yet offered on top of the limit.
             base = self._offered if self._offered is not None else self._last_seq
         else:
             base = start
@@ -289,6 +307,7 @@ class Stager:
                 if self._last_seq > (self._offered or 0):
                     break
                 continue
+            log.debug("receive returned %d quiet=%s", len(received), quiet)  # DEBUG-TEMP
             if quiet:
                 if self._available_now_since_ms is not None:
                     self._target_reached = True  # the subscription is drained: AvailableNow is done
