@@ -51,6 +51,10 @@ SINK_OPTIONS: dict[str, str] = {
 }
 
 
+# Options Spark itself puts into the map it hands a Python data source.
+SPARK_OWN = frozenset({"path", "checkpointlocation"})
+
+
 class OptionError(ValueError):
     """A missing, unknown or malformed option; the message names it and says what to do."""
 
@@ -91,7 +95,7 @@ DISPLAY_NAMES = {
 def _check_known(given: Mapping[str, str], known: Mapping[str, str], what: str) -> None:
     """Spark lower-cases option names before Python sees them, so messages show the lower-case name and
     suggest the documented spelling."""
-    unknown = sorted(k for k in given if k not in known and k != "path")
+    unknown = sorted(k for k in given if k not in known and k not in SPARK_OWN)
     if not unknown:
         return
     hints = []
