@@ -91,7 +91,14 @@ def raw_rate(broker: Any, topic: str, client_id: str, name: str, count: int, ack
 
 
 def spark_rate(
-    spark: Any, broker: Any, topic: str, client_id: str, name: str, count: int, root: str, options: dict[str, str]
+    spark: Any,
+    broker: Any,
+    topic: str,
+    client_id: str,
+    name: str,
+    count: int,
+    root: str,
+    options: dict[str, str],
 ) -> dict[str, Any]:
     """A jms -> Parquet query draining the backlog: msg/s from start() to everything committed."""
     reader = spark.readStream.format("jms")
@@ -122,8 +129,18 @@ def spark_rate(
     rows = spark.read.parquet(output).count()
     if rows != count:
         raise RuntimeError(f"the sink holds {rows} rows, {count} were published")
-    batches = [int(p["numInputRows"]) for p in query.recentProgress if p.get("numInputRows")]
-    return {"rate": count / elapsed, "seconds": elapsed, "batches": len(batches), "rows": rows}
+    progress = [p for p in query.recentProgress if p.get("numInputRows")]
+    durations: dict[str, int] = {}
+    for p in progress:
+        for key, value in (p.get("durationMs") or {}).items():
+            durations[key] = durations.get(key, 0) + int(value)
+    return {
+        "rate": count / elapsed,
+        "seconds": elapsed,
+        "batches": len(progress),
+        "rows": rows,
+        "durations_ms": durations,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -188,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "spark_msgs_per_s": round(result["rate"], 1),
         "spark_seconds": round(result["seconds"], 2),
         "spark_batches": result["batches"],
+        "spark_durations_ms": result["durations_ms"],
         "ratio": round(ratio, 3),
         "target": TARGET,
         "options": options,
@@ -195,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"jmslike raw receive:          {raw:10.0f} msg/s")
     print(f"spark jms -> parquet:         {result['rate']:10.0f} msg/s ({result['batches']} batches)")
     print(f"ratio spark/raw:              {ratio:10.2f}  (target >= {TARGET:.2f})")
+    print(f"spark time per phase (ms):    {result['durations_ms']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)

@@ -29,7 +29,8 @@ SOURCE_OPTIONS: dict[str, str] = {
     "maxmessagespertrigger": "at most this many messages per micro-batch",
     "laneselectors": "JSON list of selectors, one durable subscription per lane (topic only)",
     "lanes": "number of competing consumers on the queue (queue only)",
-    "stagingchunkmessages": "messages per staged file (default 5000)",
+    "stagingchunkmessages": "messages per staged file (default 5000, at most the URL's prefetch)",
+    "partitionmessages": "about this many messages per Spark partition (default 20000)",
     "receivetimeoutms": "a batch ends when no message arrives for this long (default 500)",
     "maxtriggerdelayms": "a batch ends after receiving for this long (default 5000)",
     "dedupewindow": "message IDs remembered to drop redeliveries (default 200000)",
@@ -151,6 +152,7 @@ class SourceOptions:
     max_messages_per_trigger: int | None = None
     lane_selectors: tuple[str | None, ...] = (None,)
     staging_chunk_messages: int = 5000
+    partition_messages: int = 20_000
     receive_timeout_ms: int = 500
     max_trigger_delay_ms: int = 5000
     dedupe_window: int = 200_000
@@ -241,6 +243,7 @@ def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
         max_messages_per_trigger=_int(given, "maxmessagespertrigger", "maxMessagesPerTrigger", None, 1),
         lane_selectors=lane_selectors,
         staging_chunk_messages=_int_default(given, "stagingchunkmessages", "stagingChunkMessages", 5000, 1),
+        partition_messages=_int_default(given, "partitionmessages", "partitionMessages", 20_000, 1),
         receive_timeout_ms=_int_default(given, "receivetimeoutms", "receiveTimeoutMs", 500, 1),
         max_trigger_delay_ms=_int_default(given, "maxtriggerdelayms", "maxTriggerDelayMs", 5000, 1),
         dedupe_window=_int_default(given, "dedupewindow", "dedupeWindow", 200_000, 0),

@@ -79,12 +79,12 @@ class JmsDataSource(DataSource):
 
 
 class ChunkPartition(InputPartition):
-    """One staged chunk file: the unit executors read (picklable, no state but the names)."""
+    """Consecutive staged chunk files read by one task (picklable, no state but the names)."""
 
-    def __init__(self, staging_location: str, seq: int) -> None:
-        super().__init__(seq)
+    def __init__(self, staging_location: str, seqs: list[int]) -> None:
+        super().__init__(seqs)
         self.staging_location = staging_location
-        self.seq = seq
+        self.seqs = seqs
 
 
 class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -134,10 +134,13 @@ class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[ChunkPartition]:
         first, last = int(start["seq"]), int(end["seq"])
-        return [ChunkPartition(self._options.staging_location, seq) for seq in range(first + 1, last + 1)]
+        groups = self._driver().group_chunks(first, last, self._options.partition_messages)
+        return [ChunkPartition(self._options.staging_location, seqs) for seqs in groups]
 
     def read(self, partition: ChunkPartition) -> Iterator[Any]:
-        yield from StagingStore(partition.staging_location).read_batches(partition.seq, list(COLUMNS))
+        store = StagingStore(partition.staging_location)
+        for seq in partition.seqs:
+            yield from store.read_batches(seq, list(COLUMNS))
 
     def commit(self, end: dict[str, Any]) -> None:
         self._driver().commit(int(end["seq"]))

@@ -16,6 +16,7 @@ pickled to executors, and ``__init__`` runs in several processes.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from typing import Any
@@ -33,19 +34,13 @@ from jmslike.spark_sink.records import KEY_COLUMN, message_row, rows_to_table
 from jmslike.spark_sink.staging import StagingError, StagingStore
 
 log = logging.getLogger(__name__)
-import os as _os  # DEBUG-TEMP
-if _os.environ.get("JMSLIKE_SPARK_DEBUG"):  # DEBUG-TEMP
-    _h = logging.FileHandler(_os.environ["JMSLIKE_SPARK_DEBUG"])  # DEBUG-TEMP
-    _h.setFormatter(logging.Formatter("%(asctime)s %(process)d %(message)s"))  # DEBUG-TEMP
-    log.addHandler(_h); log.setLevel(logging.DEBUG)  # DEBUG-TEMP
-
-_POLL_SLICE_MS = 20
-FIRST_RECEIVE_MS = 5000  # quiet time that counts as "empty" right after (re)connecting  # several lanes: wait on each in turn this long, so no lane starves
+_POLL_SLICE_MS = 20  # several lanes: wait on each in turn this long, so no lane starves
+FIRST_RECEIVE_MS = 5000  # quiet time that counts as "empty" right after (re)connecting
 
 
 class Stager:
-    """Driver-side state of one source (see the module docstring). Not thread-safe: Spark calls the
-    driver-side reader one method at a time."""
+    """Driver-side state of one source (see the module docstring). Spark calls the driver-side reader
+    one method at a time; a pump thread receives and stages ahead, and ``_cond`` guards what both see."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -53,6 +48,7 @@ class Stager:
         self._started = False
         self._connection: Any = None
         self._fresh_connection = False
+        self._prefetch = 1000
         self._sessions: list[Session] = []
         self._consumers: list[MessageConsumer] = []
         self._keys: dict[str, int] = {}  # de-duplication key -> chunk seq holding it
@@ -61,6 +57,13 @@ class Stager:
         self._committed = 0
         self._offered: int | None = None  # newest seq returned to Spark by this process
         self._available_now_since_ms: int | None = None
+        self._cond = threading.Condition()
+        self._pump: threading.Thread | None = None
+        self._stopping = False
+        self._failure: BaseException | None = None
+        self._quiet_count = 0
+        self._base = 0  # Spark's position as far as we know: what the pump stages ahead of
+        self._limit: int | None = None
         self._target_reached = False
         self.stats = {"received": 0, "duplicates": 0, "staged": 0, "chunks": 0}
 
@@ -76,6 +79,7 @@ class Stager:
             keys = self.store.read_keys(seq, KEY_COLUMN)
             self._remember(seq, keys)
         self._last_seq = max([self._committed, *self._chunks])
+        self._base = self._last_seq
         self._started = True
         log.info(
             "staging %s: committed up to chunk %d, %d chunk(s) on disk, newest %d",
@@ -117,10 +121,18 @@ class Stager:
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
+    @property
+    def _chunk(self) -> int:
+        """Messages per chunk: never more than the consumer's prefetch, because with individual
+        acknowledgement the broker stops dispatching once that many are unacknowledged."""
+        return min(self.options.staging_chunk_messages, self._prefetch)
+
     def _open(self) -> None:
-        log.debug("connecting")  # DEBUG-TEMP
+        log.debug("connecting to the broker")
         opts = self.options
-        connection = ConnectionFactory(opts.url).createConnection(opts.user, opts.password)
+        factory = ConnectionFactory(opts.url)
+        self._prefetch = factory.config.prefetch
+        connection = factory.createConnection(opts.user, opts.password)
         self._connection = connection
         if opts.client_id:
             connection.setClientID(opts.client_id)
@@ -151,6 +163,12 @@ class Stager:
                 log.debug("closing the broker connection: %s", exc)
 
     def close(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        pump = self._pump
+        if pump is not None and pump is not threading.current_thread():
+            pump.join(timeout=30)
         self._close_quietly()
         self.store.release()
 
@@ -214,13 +232,15 @@ class Stager:
         for _, message in received:
             row = message_row(message)
             key = row[KEY_COLUMN]
-            if key in self._keys or key in fresh:
+            if key in self._keys or key in fresh:  # (the pump is the only writer of _keys' new entries)
                 self.stats["duplicates"] += 1
                 continue
             fresh.add(key)
             rows.append(row)
         self.stats["received"] += len(received)
-        log.debug("stage: received %d (n %s..%s, redelivered %d), dups %d", len(received), received[0][1].getObjectProperty("n") if received else None, received[-1][1].getObjectProperty("n") if received else None, sum(1 for _, m in received if m.getJMSRedelivered()), len(received) - len(rows))  # DEBUG-TEMP
+        log.debug(
+            "received %d message(s), %d of them already staged", len(received), len(received) - len(rows)
+        )
         if rows:
             table = rows_to_table(rows)
             seq = self._last_seq + 1
@@ -230,8 +250,9 @@ class Stager:
                 log.warning("staged chunk %d already exists; staging after it", seq)
                 self._remember(seq, self.store.read_keys(seq, KEY_COLUMN))
                 seq += 1
-            self._remember(seq, [r[KEY_COLUMN] for r in rows])
-            self._last_seq = seq
+            with self._cond:
+                self._remember(seq, [r[KEY_COLUMN] for r in rows])
+                self._last_seq = seq
             self.stats["staged"] += len(rows)
             self.stats["chunks"] += 1
         # Durable first, then acknowledge: a crash before this line only brings redeliveries, which the
@@ -256,63 +277,136 @@ class Stager:
         return end
 
     def latest(self, start: int | None, limit: int | None) -> int:
-        log.debug("latest(start=%s, limit=%s) last=%s offered=%s committed=%s", start, limit, self._last_seq, self._offered, self._committed)  # DEBUG-TEMP
-        """The offset (chunk seq) for the next batch; stages new chunks when nothing staged is pending.
+        """The offset (chunk seq) for the next batch.
 
-        ``start`` is Spark's start offset when Spark passes it (PySpark 4.2+); before that it is unknown
-        and a restarted driver first offers everything already staged (never less than Spark's start)."""
+        ``start`` is Spark's start offset when Spark passes it (PySpark 4.2+). Before that it is unknown:
+        Spark's last offset is at most our newest chunk, so answering from there on is never below it;
+        but answering exactly the newest chunk could mean "no new data" to Spark while the broker has
+        more (processAllAvailable and AvailableNow would stop), so a restarted driver waits for new
+        messages too, and its first batch may carry what was staged but not offered on top of the limit.
+        """
         self.start()
-        if start is None:
-            # PySpark 4.0/4.1 does not say where Spark is. Spark's last offset is at most our newest
-            # chunk, so answering from there on is never below it; but answering exactly the newest
-            # chunk could be "no new data" to Spark while the broker has more (processAllAvailable and
-            # AvailableNow would stop): so receive as well. After a restart the first batch may thus
-            # carry what was staged but not yet offered on top of the limit.
-            base = self._offered if self._offered is not None else self._last_seq
-        else:
-            base = start
-        if start is not None and start > self._last_seq:
-            raise StagingError(
-                f"Spark's checkpoint is at chunk {start} but {self.store.root} only has chunks up to "
-                f"{self._last_seq}: this stagingLocation does not belong to this checkpoint"
-            )
-        if self._last_seq > base:
-            self._offered = self._pick(base, limit)
-            return self._offered
-        if self._target_reached:
-            return base
-        end = self._stage_new(limit)
-        self._offered = end
-        return end
-
-    def _stage_new(self, limit: int | None) -> int:
-        opts = self.options
-        remaining = limit if limit is not None else float("inf")
-        started = time.monotonic()
-        deadline = started + opts.max_trigger_delay_ms / 1000
-        broker_deadline = started + opts.broker_retry_ms / 1000
-        while remaining > 0 and time.monotonic() < deadline:
-            if self._connection is None:
-                self._connect(max(broker_deadline, deadline))
-            try:
-                received, quiet = self._receive(int(min(opts.staging_chunk_messages, remaining)), deadline)
-                if received:
-                    self._stage(received)
-                    remaining -= len(received)
-            except JMSException as exc:
-                # Lost broker (or a refused ack): whatever was staged stays staged; what was not comes
-                # back from the broker after the reconnect and is de-duplicated.
-                log.warning("broker connection failed while reading, reconnecting: %s", exc)
-                self._close_quietly()
-                if self._last_seq > (self._offered or 0):
+        with self._cond:
+            if start is None:
+                base = self._offered if self._offered is not None else self._last_seq
+            else:
+                base = start
+                if start > self._last_seq:
+                    raise StagingError(
+                        f"Spark's checkpoint is at chunk {start} but {self.store.root} only has chunks up "
+                        f"to {self._last_seq}: this stagingLocation does not belong to this checkpoint"
+                    )
+            self._base = base
+            self._limit = limit
+            self._ensure_pump()
+            asked = self._quiet_count
+            deadline = time.monotonic() + self.options.max_trigger_delay_ms / 1000
+            while True:
+                if self._failure is not None:
+                    raise self._failure
+                pending = self._rows_after(base)
+                if (
+                    (limit is not None and pending >= limit)
+                    or pending >= self._ahead_limit()  # the pump waits for room: take what it has
+                    or self._target_reached
+                    or (pending > 0 and self._quiet_count > asked)  # drained since this call began
+                    # nothing at all: a whole quiet period inside this call (the pump may have been
+                    # half-way through one when it began)
+                    or (pending == 0 and self._quiet_count > asked + 1)
+                ):
                     break
-                continue
-            log.debug("receive returned %d quiet=%s", len(received), quiet)  # DEBUG-TEMP
-            if quiet:
-                if self._available_now_since_ms is not None:
-                    self._target_reached = True  # the subscription is drained: AvailableNow is done
-                break
-        return self._last_seq
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.notify_all()
+                self._cond.wait(min(remaining, 0.5))
+            end = self._pick(base, limit) if self._last_seq > base else base
+            self._offered = end
+            self._base = end
+            self._cond.notify_all()  # room ahead for the pump
+            return end
+
+    def _rows_after(self, base: int) -> int:
+        return sum(count for seq, (count, _) in self._chunks.items() if seq > base)
+
+    # -- the pump: receiving and staging ahead, on its own thread -------------------------------------
+
+    def _ensure_pump(self) -> None:
+        if self._pump is None or not self._pump.is_alive():
+            self._stopping = False
+            self._pump = threading.Thread(target=self._pump_loop, name="jms-stager", daemon=True)
+            self._pump.start()
+
+    def _ahead_limit(self) -> int:
+        """How many staged, not yet offered messages the pump may hold: the next batch and one more."""
+        per_batch = self._limit if self._limit is not None else self.options.staging_chunk_messages * 10
+        return max(2 * per_batch, self._chunk)
+
+    def _pump_loop(self) -> None:
+        """Receive, stage, acknowledge, ahead of Spark's calls (bounded), so the broker is read while Spark
+        runs a batch. Owns the broker connection; every broker call happens on this thread."""
+        opts = self.options
+        broker_deadline: float | None = None
+        try:
+            while True:
+                with self._cond:
+                    while not self._stopping and (
+                        self._target_reached or self._rows_after(self._base) >= self._ahead_limit()
+                    ):
+                        self._cond.wait(0.5)
+                    if self._stopping:
+                        return
+                    room = self._ahead_limit() - self._rows_after(self._base)
+                if self._connection is None:
+                    if broker_deadline is None:
+                        broker_deadline = time.monotonic() + opts.broker_retry_ms / 1000
+                    self._connect(broker_deadline)
+                broker_deadline = None
+                try:
+                    deadline = time.monotonic() + opts.max_trigger_delay_ms / 1000
+                    received, quiet = self._receive(max(1, min(self._chunk, room)), deadline)
+                    if received:
+                        self._stage(received)
+                except JMSException as exc:
+                    # Lost broker (or a refused ack): whatever was staged stays staged; what was not comes
+                    # back from the broker after the reconnect and is de-duplicated.
+                    log.warning("broker connection failed while reading, reconnecting: %s", exc)
+                    self._close_quietly()
+                    continue
+                with self._cond:
+                    if quiet:
+                        if self._available_now_since_ms is not None:
+                            self._target_reached = True  # drained: this AvailableNow run is done
+                        self._quiet_count += 1
+                    self._cond.notify_all()
+        except BaseException as exc:  # reported to Spark by the next latestOffset call
+            log.error("the jms source stopped reading: %s", exc)
+            with self._cond:
+                self._failure = exc
+                self._cond.notify_all()
+        finally:
+            self._close_quietly()
+
+    def group_chunks(self, first: int, last: int, per_partition: int) -> list[list[int]]:
+        """Chunks first+1..last in runs of about ``per_partition`` messages (one Spark task each: a
+        Python read task costs far more than the few thousand rows of a chunk)."""
+        self.start()
+        with self._cond:
+            counts = {seq: self._chunks[seq][0] for seq in range(first + 1, last + 1) if seq in self._chunks}
+        seqs = range(first + 1, last + 1)
+        total = sum(counts.get(seq, per_partition) for seq in seqs)
+        # at least two tasks when there are two chunks: a local or small cluster has more than one core
+        per_partition = max(1, min(per_partition, -(-total // min(2, max(1, len(seqs))))))
+        groups: list[list[int]] = []
+        rows = 0
+        for seq in seqs:
+            count = counts.get(seq, per_partition)
+            if not groups or rows + count > per_partition:
+                groups.append([])
+                rows = 0
+            groups[-1].append(seq)
+            rows += count
+        return groups
 
     def commit(self, end: int) -> None:
         """Spark committed every batch up to chunk ``end``: remember it, then drop chunks that are both
@@ -320,6 +414,10 @@ class Stager:
         self.start()
         if end <= self._committed:
             return
+        with self._cond:
+            self._commit_locked(end)
+
+    def _commit_locked(self, end: int) -> None:
         self.store.set_committed(end)
         self._committed = end
         kept = 0
