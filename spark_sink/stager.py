@@ -1,13 +1,15 @@
 """The driver side of the source: receive, de-duplicate, stage, acknowledge, then offer the offset.
 
-Spark's driver-side Python worker owns one :class:`Stager` for the life of a query run. Each call of
-``latestOffset`` turns into :meth:`Stager.latest`: it receives up to the read limit from every lane
-(one CLIENT_ACKNOWLEDGE session and one durable subscriber, or queue consumer, per lane, all on one
-connection), drops messages whose de-duplication key is already staged, writes the rest as one immutable
-chunk file (:class:`~jmslike.spark_sink.staging.StagingStore`), and only when that file is durable
-acknowledges the lanes' sessions. The offset Spark gets is the sequence number of the newest chunk.
-``commit(end)`` only deletes chunks Spark will never ask for again (keeping the newest ones as the
-de-duplication window). The crash argument is written out in README.md ("Why exactly once").
+Spark's driver-side Python worker owns one :class:`Stager` for the life of a query run. A pump thread
+(started on the first ``latestOffset``) owns the broker connection: it receives from every lane (one
+CLIENT_ACKNOWLEDGE session and one durable subscriber, or queue consumer, per lane), drops messages whose
+de-duplication key is already staged, writes the rest as one immutable chunk file
+(:class:`~jmslike.spark_sink.staging.StagingStore`) and only when that file is durable acknowledges the
+lanes' sessions. It stays at most about two batches ahead of Spark, so the broker is read while Spark
+runs a batch. ``latestOffset`` (:meth:`Stager.latest`) only chooses how many staged chunks the next batch
+takes (the read limit, a quiet subscription, or ``maxTriggerDelayMs``) and offers the newest one's
+sequence number. ``commit(end)`` only deletes chunks Spark will never ask for again (keeping the newest
+ones as the de-duplication window). The crash argument is in README.md ("Why exactly once").
 
 Everything that touches the broker or the lock happens here, lazily, on the driver: readers are
 pickled to executors, and ``__init__`` runs in several processes.

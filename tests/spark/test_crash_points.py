@@ -76,7 +76,9 @@ def test_kill_between_stage_ack_and_offer(broker: Any, unique_name: str, tmp_pat
         text=True,
         timeout=120,
     )
-    assert child.returncode == -9, f"the child was to die by SIGKILL: {child.returncode} {child.stderr[-2000:]}"
+    assert child.returncode == -9, (
+        f"the child was to die by SIGKILL: {child.returncode} {child.stderr[-2000:]}"
+    )
 
     stager = Stager(parse_source_options(options))
     try:

@@ -187,7 +187,9 @@ def test_exactly_once_through_driver_and_broker_sigkills(
         driver.kill()
         ids = pipeline.sink_ids()
         left = backlog(broker, client_id, unique_name, name)
-        assert left in (None, 0), f"the subscription still holds {left} message(s); the sink has {len(ids)} rows"
+        assert left in (None, 0), (
+            f"the subscription still holds {left} message(s); the sink has {len(ids)} rows"
+        )
         assert_exactly_once(ids, published)
 
 

@@ -40,8 +40,12 @@ def test_batch_write_publishes_every_row_with_its_headers(broker: Any, unique_na
         for i in range(40)
     ]
     rows[3]["deliveryMode"] = "NON_PERSISTENT"
-    frame = spark.createDataFrame(rows, "text STRING, properties MAP<STRING,STRING>, priority INT, deliveryMode STRING")
-    frame.repartition(2).write.format("jms").options(**writer_options(broker, unique_name)).mode("append").save()
+    frame = spark.createDataFrame(
+        rows, "text STRING, properties MAP<STRING,STRING>, priority INT, deliveryMode STRING"
+    )
+    frame.repartition(2).write.format("jms").options(**writer_options(broker, unique_name)).mode(
+        "append"
+    ).save()
     bytes_frame = spark.createDataFrame([(b"\x00\x01binary",)], "body BINARY")
     bytes_frame.write.format("jms").options(**writer_options(broker, unique_name)).mode("append").save()
 
@@ -75,7 +79,9 @@ def test_stream_write_and_bad_columns(broker: Any, unique_name: str, spark: Any,
     query.awaitTermination(240)
     assert query.exception() is None
     got = drain(broker, unique_name, 25)
-    assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(f"s{i}" for i in range(25))
+    assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(
+        f"s{i}" for i in range(25)
+    )
 
     wrong = spark.createDataFrame([("x", 1)], "text STRING, colour INT")
     with pytest.raises(Exception, match="colour"):
