@@ -30,9 +30,14 @@ from jmslike.conformance.brokers import launch
 TARGET = 0.70
 
 
+URL_OPTIONS: list[str] = []  # extra jmslike URL keys for both sides (--prefetch)
+
+
 def _url(broker: Any) -> str:
     management = getattr(broker, "management_url", None)
-    return str(broker.url) + (f"?management_url={management}" if management else "")
+    keys = [f"management_url={management}"] if management else []
+    keys += URL_OPTIONS
+    return str(broker.url) + ("?" + "&".join(keys) if keys else "")
 
 
 def _subscribe(broker: Any, topic: str, client_id: str, name: str) -> None:
@@ -151,8 +156,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ack-every", type=int, default=1000)
     parser.add_argument("--max-messages-per-trigger", type=int, default=0, help="0 = no limit")
     parser.add_argument("--chunk", type=int, default=5000, help="stagingChunkMessages")
+    parser.add_argument("--prefetch", type=int, default=0, help="jmslike URL key prefetch for both sides")
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args(argv)
+    if args.prefetch:
+        URL_OPTIONS.append(f"prefetch={args.prefetch}")
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = tempfile.mkdtemp(prefix="jmslike-bench-spark-")
@@ -200,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         "broker": args.broker,
         "messages": args.messages,
         "size": args.size,
+        "prefetch": args.prefetch or 1000,
         "pyspark": pyspark.__version__,
         "raw_msgs_per_s": round(raw, 1),
         "spark_msgs_per_s": round(result["rate"], 1),

@@ -49,6 +49,7 @@ except ImportError:  # PySpark 4.0/4.1: Spark asks for the latest offset once pe
 log = logging.getLogger(__name__)
 
 FORMAT = "jms"
+READ_BATCH_ROWS = 10_000
 
 
 class JmsDataSource(DataSource):
@@ -138,9 +139,22 @@ class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [ChunkPartition(self._options.staging_location, seqs) for seqs in groups]
 
     def read(self, partition: ChunkPartition) -> Iterator[Any]:
+        """The partition's chunks as few large Arrow batches (each batch crossing from the Python worker
+        to the JVM has a fixed cost; chunks are only as large as the broker's prefetch)."""
+        import pyarrow as pa
+
         store = StagingStore(partition.staging_location)
+        pending: list[Any] = []
+        rows = 0
         for seq in partition.seqs:
-            yield from store.read_batches(seq, list(COLUMNS))
+            for batch in store.read_batches(seq, list(COLUMNS)):
+                pending.append(batch)
+                rows += batch.num_rows
+                if rows >= READ_BATCH_ROWS:
+                    yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+                    pending, rows = [], 0
+        if pending:
+            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
 
     def commit(self, end: dict[str, Any]) -> None:
         self._driver().commit(int(end["seq"]))
