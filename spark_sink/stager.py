@@ -199,6 +199,7 @@ class Stager:
                         return got, self._target_reached
             if progressed:
                 quiet_ms = 0
+                timeout_ms = self.options.receive_timeout_ms  # dispatching: back to the normal quiet time
                 continue
             if time.monotonic() >= deadline:
                 return got, False
@@ -212,6 +213,7 @@ class Stager:
                 quiet_ms += wait
                 continue
             quiet_ms = 0
+            timeout_ms = self.options.receive_timeout_ms
             got.append((lane, message))
             if self._past_target(message):
                 return got, True
@@ -319,7 +321,11 @@ class Stager:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    break
+                    if self._available_now_since_ms is None or pending > 0:
+                        break
+                    # AvailableNow: returning Spark's start ends the run, so only once the target is
+                    # reached (the pump goes quiet or meets a newer message), never on the clock.
+                    remaining = 0.5
                 self._cond.notify_all()
                 self._cond.wait(min(remaining, 0.5))
             end = self._pick(base, limit) if self._last_seq > base else base

@@ -144,7 +144,7 @@ def test_processing_trigger_honours_max_messages_per_trigger_across_lanes(
 def test_exactly_once_through_driver_and_broker_sigkills(
     broker: Any, unique_name: str, pipeline_factory: Callable[[dict[str, str]], Pipeline]
 ) -> None:
-    """Rounds of SIGKILL: the driver, the broker, then both at once, repeatedly; then a drain. The
+    """Rounds of SIGKILL: the driver, both at once, the broker, both again, ...; then a last run. The
     sink must hold every published message exactly once and the subscription must end empty."""
     client_id, name = f"{unique_name}-c", f"{unique_name}-s"
     subscribe(broker, unique_name, client_id, [(name, None)])
@@ -154,7 +154,7 @@ def test_exactly_once_through_driver_and_broker_sigkills(
             broker, unique_name, client_id, name, maxMessagesPerTrigger="400", stagingChunkMessages="200"
         )
     )
-    schedule = ["driver", "broker", "both"] * ROUNDS
+    schedule = ["driver", "both", "broker", "both"] * ROUNDS
     rng = random.Random(unique_name)
     with kill_durability(broker):
         driver = pipeline.start("run")
