@@ -12,6 +12,8 @@ import contextlib
 import importlib.util
 import random
 import sys
+import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -63,11 +65,19 @@ def assert_backlog_empty(broker: Any, client_id: str, topic: str, names: list[st
 
 
 def backlog(broker: Any, client_id: str, topic: str, name: str) -> int | None:
-    """How many messages the durable subscription still holds (None: no independent probe here)."""
-    try:
-        return len(probe_for(broker).durable_backlog(client_id, topic, name))
-    except ProbeUnavailable:
-        return None
+    """How many messages the durable subscription still holds (None: no independent probe here).
+    Right after a driver was killed the broker may not yet have noticed that its connection is gone
+    (ActiveMQ then refuses the client ID): retry for a while."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return len(probe_for(broker).durable_backlog(client_id, topic, name))
+        except ProbeUnavailable:
+            return None
+        except Exception as exc:
+            if "already connected" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def assert_exactly_once(ids: list[str], published: list[str]) -> None:
@@ -187,10 +197,14 @@ def test_exactly_once_through_driver_and_broker_sigkills(
         driver.kill()
         ids = pipeline.sink_ids()
         left = backlog(broker, client_id, unique_name, name)
-        assert left in (None, 0), (
-            f"the subscription still holds {left} message(s); the sink has {len(ids)} rows"
-        )
-        assert_exactly_once(ids, published)
+        try:
+            assert left in (None, 0), (
+                f"the subscription still holds {left} message(s); the sink has {len(ids)} rows"
+            )
+            assert_exactly_once(ids, published)
+        except AssertionError as exc:  # shown in the summary even where the table makes it an xfail
+            warnings.warn(f"{broker.kind} after SIGKILLs: {str(exc)[:300]}", stacklevel=1)
+            raise
 
 
 def _pause(seconds: float) -> None:
