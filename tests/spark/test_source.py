@@ -158,7 +158,11 @@ def test_exactly_once_through_driver_and_broker_sigkills(
     sink must hold every published message exactly once and the subscription must end empty."""
     client_id, name = f"{unique_name}-c", f"{unique_name}-s"
     subscribe(broker, unique_name, client_id, [(name, None)])
-    published = publish(broker, unique_name, MESSAGES)
+    # A slice of the messages before the stream starts, one more slice before every fault, so that
+    # every fault lands while there is work (a drained stream makes no progress to wait for).
+    slices = [MESSAGES // (ROUNDS + 1)] * ROUNDS
+    slices.insert(0, MESSAGES - sum(slices))
+    published = publish(broker, unique_name, slices[0])
     pipeline = pipeline_factory(
         source_options(
             broker, unique_name, client_id, name, maxMessagesPerTrigger="400", stagingChunkMessages="200"
@@ -168,8 +172,9 @@ def test_exactly_once_through_driver_and_broker_sigkills(
     rng = random.Random(unique_name)
     with kill_durability(broker):
         driver = pipeline.start("run")
-        for fault in schedule[:ROUNDS]:
+        for round_, fault in enumerate(schedule[:ROUNDS], start=1):
             before = pipeline.progress()
+            published += publish(broker, unique_name, slices[round_], start=len(published))
             wait_until(
                 lambda before=before: pipeline.progress() > before,
                 180,
