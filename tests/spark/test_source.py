@@ -251,3 +251,34 @@ def test_unknown_and_missing_options_fail_at_load(spark: Any) -> None:
         "body",
         "text",
     ]
+
+
+@pytest.mark.timeout(300)
+def test_queue_with_two_competing_lanes(
+    broker: Any, unique_name: str, pipeline_factory: Callable[[dict[str, str]], Pipeline]
+) -> None:
+    from jmslike import ConnectionFactory, Session
+
+    connection = ConnectionFactory(broker_url(broker)).createConnection(broker.user, broker.password)
+    published = []
+    try:
+        session = connection.createSession(True, Session.SESSION_TRANSACTED)
+        producer = session.createProducer(session.createQueue(unique_name))
+        for i in range(500):
+            message = session.createTextMessage(f"q{i}")
+            producer.send(message)
+            published.append(message.getJMSMessageID())
+        session.commit()
+    finally:
+        connection.close()
+    pipeline = pipeline_factory(
+        {
+            "url": broker_url(broker),
+            "queue": unique_name,
+            "lanes": "2",
+            "user": broker.user,
+            "password": broker.password,
+        }
+    )
+    pipeline.run("available-now")
+    assert_exactly_once(pipeline.sink_ids(), published)
