@@ -1,0 +1,205 @@
+"""The ``jms`` Spark data source: the stream reader (durable subscriptions in) and the writers (out).
+
+PySpark runs this code in three kinds of process (see shared/design/spark.md): ``load()`` builds the
+data source in a planner worker (options are checked there, so bad options fail at ``load()``); one
+long-lived driver-side worker owns the :class:`JmsStreamReader` that Spark asks for offsets, partitions
+and commits — it owns the broker connection through a lazily created
+:class:`~jmslike.spark_sink.stager.Stager`; executors get a pickled copy of the reader and only call
+``read()``, which reads one staged chunk file. Nothing here connects in ``__init__``.
+
+Works with PySpark 4.0 and later: ``latestOffset(start=None, limit=None)`` serves both the 4.0 call
+(no arguments) and the 4.2+ admission-control call; ``prepareForTriggerAvailableNow`` is used where
+PySpark has the ``SupportsTriggerAvailableNow`` mixin.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from jmslike.spark_sink.options import parse_sink_options, parse_source_options
+from jmslike.spark_sink.records import COLUMNS, SPARK_SCHEMA
+from jmslike.spark_sink.stager import Stager
+from jmslike.spark_sink.staging import StagingStore
+
+try:  # PySpark 4.2+: Trigger.AvailableNow and read limits for Python sources
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
+except ImportError:  # PySpark 4.0/4.1: Spark asks for the latest offset once per AvailableNow run
+    ReadAllAvailable = ReadMaxRows = None
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """Stand-in so the reader's bases are the same on every PySpark version."""
+
+
+log = logging.getLogger(__name__)
+
+FORMAT = "jms"
+READ_BATCH_ROWS = 10_000
+
+
+class JmsDataSource(DataSource):
+    """``spark.readStream.format("jms")`` and ``df.write[Stream].format("jms")``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        parse_source_options(self.options)  # load() fails here, naming the bad option
+        return SPARK_SCHEMA
+
+    def streamReader(self, schema: Any) -> JmsStreamReader:
+        return JmsStreamReader(dict(self.options))
+
+    def writer(self, schema: Any, overwrite: bool) -> JmsWriter:
+        from jmslike.spark_sink.publish import check_columns
+
+        check_columns(schema)
+        return JmsWriter(dict(self.options), schema.fieldNames())
+
+    def streamWriter(self, schema: Any, overwrite: bool) -> JmsStreamWriter:
+        from jmslike.spark_sink.publish import check_columns
+
+        check_columns(schema)
+        return JmsStreamWriter(dict(self.options), schema.fieldNames())
+
+
+class ChunkPartition(InputPartition):
+    """Consecutive staged chunk files read by one task (picklable, no state but the names)."""
+
+    def __init__(self, staging_location: str, seqs: list[int]) -> None:
+        super().__init__(seqs)
+        self.staging_location = staging_location
+        self.seqs = seqs
+
+
+class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Offsets are ``{"seq": N}``: every staged chunk up to N. See stager.py for the driver side."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self._options = parse_source_options(options)
+        self._stager: Stager | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_stager"] = None  # never ship a connection or a lock to an executor
+        return state
+
+    def _driver(self) -> Stager:
+        if self._stager is None:
+            self._stager = Stager(self._options)
+        return self._stager
+
+    def _limit(self, limit: Any) -> int | None:
+        if limit is None:  # PySpark 4.0/4.1 (no admission control): the option is the limit
+            return self._options.max_messages_per_trigger
+        if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
+            return int(limit.max_rows)
+        if ReadAllAvailable is not None and isinstance(limit, ReadAllAvailable):
+            return None
+        return self._options.max_messages_per_trigger
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"seq": self._driver().initial()}
+
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, int]:
+        start_seq = int(start["seq"]) if start else None
+        return {"seq": self._driver().latest(start_seq, self._limit(limit))}
+
+    def getDefaultReadLimit(self) -> Any:
+        n = self._options.max_messages_per_trigger
+        if ReadMaxRows is None:
+            return None
+        return ReadMaxRows(n) if n is not None else ReadAllAvailable()
+
+    def reportLatestOffset(self) -> dict[str, int] | None:
+        return None
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._driver().prepare_available_now()
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[ChunkPartition]:
+        first, last = int(start["seq"]), int(end["seq"])
+        groups = self._driver().group_chunks(first, last, self._options.partition_messages)
+        return [ChunkPartition(self._options.staging_location, seqs) for seqs in groups]
+
+    def read(self, partition: ChunkPartition) -> Iterator[Any]:
+        """The partition's chunks as few large Arrow batches (each batch crossing from the Python worker
+        to the JVM has a fixed cost; chunks are only as large as the broker's prefetch)."""
+        import pyarrow as pa
+
+        store = StagingStore(partition.staging_location)
+        pending: list[Any] = []
+        rows = 0
+        for seq in partition.seqs:
+            for batch in store.read_batches(seq, list(COLUMNS)):
+                pending.append(batch)
+                rows += batch.num_rows
+                if rows >= READ_BATCH_ROWS:
+                    yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+                    pending, rows = [], 0
+        if pending:
+            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+
+    def commit(self, end: dict[str, Any]) -> None:
+        self._driver().commit(int(end["seq"]))
+
+    def stop(self) -> None:
+        if self._stager is not None:
+            self._stager.close()
+            self._stager = None
+
+
+@dataclass
+class PublishedCount(WriterCommitMessage):
+    """What one writer task sent."""
+
+    messages: int
+
+
+class JmsWriter(DataSourceWriter):
+    """``df.write.format("jms")``: each task publishes its rows (see publish.py)."""
+
+    def __init__(self, options: dict[str, str], columns: list[str]) -> None:
+        self._options = parse_sink_options(options)
+        self._columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> PublishedCount:
+        from jmslike.spark_sink.publish import publish_rows
+
+        return PublishedCount(publish_rows(self._options, iterator))
+
+
+class JmsStreamWriter(DataSourceStreamWriter):
+    """``df.writeStream.format("jms")``: each micro-batch's tasks publish their rows."""
+
+    def __init__(self, options: dict[str, str], columns: list[str]) -> None:
+        self._options = parse_sink_options(options)
+        self._columns = columns
+
+    def write(self, iterator: Iterator[Any]) -> PublishedCount:
+        from jmslike.spark_sink.publish import publish_rows
+
+        return PublishedCount(publish_rows(self._options, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        total = sum(m.messages for m in messages if isinstance(m, PublishedCount))
+        log.info("jms writer: batch %d published %d message(s)", batchId, total)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        log.warning("jms writer: batch %d aborted; messages already published stay published", batchId)
