@@ -67,7 +67,9 @@ class JavaJms:
         import jpype
 
         if not JavaJms._started:
-            jpype.startJVM(classpath=classpath(), convertStrings=False)
+            # -Xrs: the JVM must not take over SIGTERM/SIGINT in this process, or the launcher's handlers
+            # never run and a Ctrl-C or kill of the benchmark leaves its broker behind.
+            jpype.startJVM("-Xrs", classpath=classpath(), convertStrings=False)
             JavaJms._started = True
         self._jpype = jpype
         factory_class = jpype.JClass("org.apache.activemq.ActiveMQConnectionFactory")
