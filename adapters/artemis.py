@@ -524,18 +524,11 @@ class _ManagementWire(StompWire):
     """A StompWire whose SEND frames go without ``content-length`` (management bodies must be core text)."""
 
     def _transmit(self, frame: Frame, receipt: str | None) -> None:
-        if frame.command != "SEND":
-            super()._transmit(frame, receipt)
-            return
-        if b"\x00" in frame.body:
-            raise JMSException("a management request body cannot contain NUL characters")
-        headers = dict(frame.headers)
-        if receipt is not None:
-            headers["receipt"] = receipt
-        try:
-            self._conn.send_frame(frame.command, headers, frame.body)
-        except Exception as exc:  # stomp.py's NotConnectedException or a socket error
-            raise ConnectionLostException("connection lost while sending a management request") from exc
+        if frame.command == "SEND":
+            if b"\x00" in frame.body:
+                raise JMSException("a management request body cannot contain NUL characters")
+            frame = dataclasses.replace(frame, content_length=False)
+        super()._transmit(frame, receipt)
 
 
 class ManagementClient:

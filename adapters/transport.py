@@ -29,6 +29,7 @@ import selectors
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -40,6 +41,7 @@ import stomp.transport
 import stomp.utils
 
 from jmslike.adapters.stomp_reader import HEARTBEAT, DecodedFrame, FrameDecodeError, FrameDecoder
+from jmslike.adapters.stomp_writer import encode_frame
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Frame
 from jmslike.exceptions import (
@@ -145,6 +147,9 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         self.protocol_error: str | None = None
         #: A TLS error after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
+        #: Set by the wire: takes a frame straight from the decoder, True if it handled it; what it leaves
+        #: goes through stomp.py's ``process_frame`` and listeners.
+        self.frame_sink: Callable[[DecodedFrame], bool] | None = None
 
     def attempt_connection(self) -> None:
         self.connection_error = False
@@ -184,10 +189,11 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         self.current_host_and_port = self._jl_host
 
     def _dispatch(self, frames: list[DecodedFrame]) -> None:
+        sink = self.frame_sink
         for frame in frames:
             if frame is HEARTBEAT:
                 self.process_frame(stomp.utils.HEARTBEAT_FRAME, b"\n")
-            else:
+            elif sink is None or not sink(frame):
                 self.process_frame(stomp.utils.Frame(frame.command, frame.headers, frame.body), frame.body)
 
     def _drop(self, reason: str) -> None:
@@ -291,6 +297,7 @@ class StompWire:
         self._host = host
         self._events = events
         self._error_for = error_for
+        self._version = stomp_version
         self._prefix = f"r{next(self._ids)}-"
         self._receipt_ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
@@ -315,6 +322,8 @@ class StompWire:
         conn_class: type[Any] = _Connection12 if stomp_version == "1.2" else _Connection11
         self._conn: Any = conn_class(self._transport, (heartbeat, heartbeat))
         self._conn.set_listener("jmslike", _Listener(self))
+        self._transport.frame_sink = self._take_frame
+        self._disconnect_receipt: str | None = None
 
     # -- connection lifecycle -------------------------------------------------------------------------
 
@@ -393,6 +402,7 @@ class StompWire:
             return
         try:
             receipt = self._next_receipt()
+            self._disconnect_receipt = receipt
             pending = _Pending(Frame("DISCONNECT"), None)
             with self._lock:
                 self._pending[receipt] = pending
@@ -431,12 +441,22 @@ class StompWire:
             headers["receipt"] = receipt
         if frame.command == "SEND" and (frame.content_length or b"\x00" in frame.body):
             headers["content-length"] = str(len(frame.body))
+        self._write(frame.command, headers, frame.body)
+
+    def _write(self, command: str, headers: Mapping[str, str], body: bytes) -> None:
+        """Encode the frame here (stomp_writer) and hand the bytes to stomp.py's socket writer, which
+        serialises them with its heart-beats; CONNECT and DISCONNECT never come this way."""
+        data = encode_frame(command, headers, body, self._version)
+        transport = self._transport
         try:
-            self._conn.send_frame(frame.command, headers, frame.body)
+            if transport.blocking:
+                transport.send(data)
+            else:
+                # TLS: stomp.py's io thread owns the SSL object and writes what its queue hands it.
+                transport.send_queue.put(data)
         except (stomp.exception.NotConnectedException, OSError, AttributeError) as exc:
-            # AttributeError: on TLS, stomp.py hands frames to its io thread through a queue that it
-            # sets to None once the connection is gone.
-            raise ConnectionLostException(f"connection lost while sending {frame.command}") from exc
+            # AttributeError: on TLS, stomp.py sets that queue to None once the connection is gone.
+            raise ConnectionLostException(f"connection lost while sending {command}") from exc
 
     def _check_usable(self, frame: Frame) -> None:
         if self._lost or self._closing:
@@ -471,7 +491,37 @@ class StompWire:
         self._check_usable(frame)
         self._transmit(frame, None)
 
-    # -- called by the listener on the receiver thread ------------------------------------------------
+    # -- called on the receiver thread -----------------------------------------------------------------
+
+    def _take_frame(self, frame: DecodedFrame) -> bool:
+        """MESSAGE and RECEIPT frames come here straight from the decoder: stomp.py's ``process_frame``
+        walks a sorted copy of its listener table twice per MESSAGE, a visible share of the receive
+        path's time per message. CONNECTED, ERROR and DISCONNECT's receipt still go through stomp.py,
+        which changes its own state on them. Any frame proves the broker alive, as stomp.py's heart-beat
+        listener would have noted."""
+        command = frame.command
+        if command == "MESSAGE":
+            self._broker_alive()
+            self._events.on_message(Frame("MESSAGE", frame.headers, frame.body))
+            return True
+        if command == "RECEIPT":
+            receipt = frame.headers.get("receipt-id", "")
+            if receipt == self._disconnect_receipt:
+                return False
+            self._broker_alive()
+            self._on_receipt(receipt)
+            return True
+        return False
+
+    def _broker_alive(self) -> None:
+        # What stomp.py's HeartbeatListener does for every received frame (a grace period set at
+        # CONNECTED is kept: the time only moves forward).
+        heartbeat = self._conn
+        last = heartbeat.received_heartbeat
+        if last is not None:
+            now = time.monotonic()
+            if now > last:
+                heartbeat.received_heartbeat = now
 
     def _on_connected(self, frame: Any) -> None:
         self._connected_headers = dict(frame.headers)
@@ -598,10 +648,6 @@ class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
 
     def on_connected(self, frame: Any) -> None:
         self._wire._on_connected(frame)
-
-    def on_message(self, frame: Any) -> None:
-        body = frame.body if isinstance(frame.body, bytes) else (frame.body or "").encode()
-        self._wire._events.on_message(Frame("MESSAGE", dict(frame.headers), body))
 
     def on_receipt(self, frame: Any) -> None:
         self._wire._on_receipt(frame.headers.get("receipt-id", ""))

@@ -783,7 +783,7 @@ def management_wire() -> Iterator[tuple[Any, _RecordingStomp]]:
         ArtemisAdapter().error_for,
     )
     recorder = _RecordingStomp()
-    wire._conn = recorder
+    wire._write = recorder.send_frame
     yield wire, recorder
 
 

@@ -22,19 +22,16 @@ from jmslike.adapters.stomp_reader import (
     FrameProtocolError,
     FrameTooLarge,
 )
+from jmslike.adapters.stomp_writer import encode_frame
 
 EXAMPLES = int(os.environ.get("JMSLIKE_FUZZ_EXAMPLES", "300"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def encode(command: str, headers: dict[str, str], body: bytes, content_length: bool) -> bytes:
-    def esc(text: str) -> str:
-        return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
-
-    lines = [command] + [f"{esc(k)}:{esc(v)}" for k, v in headers.items()]
     if content_length:
-        lines.append(f"content-length:{len(body)}")
-    return ("\n".join(lines) + "\n\n").encode() + body + b"\x00"
+        headers = {**headers, "content-length": str(len(body))}
+    return encode_frame(command, headers, body, "1.2")
 
 
 def feed_in_pieces(decoder: FrameDecoder, data: bytes, cuts: list[int]) -> list[DecodedFrame]:
