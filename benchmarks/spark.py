@@ -33,10 +33,11 @@ TARGET = 0.70
 URL_OPTIONS: list[str] = []  # extra jmslike URL keys for both sides (--prefetch)
 
 
-def _url(broker: Any) -> str:
+def _url(broker: Any, *extra: str) -> str:
     management = getattr(broker, "management_url", None)
     keys = [f"management_url={management}"] if management else []
     keys += URL_OPTIONS
+    keys += extra
     return str(broker.url) + ("?" + "&".join(keys) if keys else "")
 
 
@@ -51,7 +52,11 @@ def _subscribe(broker: Any, topic: str, client_id: str, name: str) -> None:
 
 
 def _fill(broker: Any, topic: str, count: int, size: int) -> None:
-    connection = ConnectionFactory(_url(broker)).createConnection(broker.user, broker.password)
+    # No heart-beats: ActiveMQ throttles a fast producer by not reading from it, and its inactivity
+    # monitor would then drop the connection in the middle of a large fill (as in workloads.fill).
+    connection = ConnectionFactory(_url(broker, "heartbeat_ms=0")).createConnection(
+        broker.user, broker.password
+    )
     try:
         session = connection.createSession(True, Session.SESSION_TRANSACTED)
         producer = session.createProducer(session.createTopic(topic))
@@ -164,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = tempfile.mkdtemp(prefix="jmslike-bench-spark-")
-    broker = launch(args.broker)
+    # As in the main runner: a large heap, and a store limit the backlogs cannot reach (producers blocked
+    # by a full 2 GB store would stall the fill for good).
+    broker = launch(
+        args.broker, **({"heap_mb": 2048, "store_limit": "40 gb"} if args.broker == "activemq" else {})
+    )
     try:
         tag = uuid.uuid4().hex[:8]
         raw_topic, spark_topic = f"bench-raw-{tag}", f"bench-spark-{tag}"

@@ -29,7 +29,7 @@ SOURCE_OPTIONS: dict[str, str] = {
     "maxmessagespertrigger": "at most this many messages per micro-batch",
     "laneselectors": "JSON list of selectors, one durable subscription per lane (topic only)",
     "lanes": "number of competing consumers on the queue (queue only)",
-    "stagingchunkmessages": "messages per staged file (default 5000, at most the URL's prefetch)",
+    "stagingchunkmessages": "messages per staged file (default 5000, at most half the URL's prefetch)",
     "partitionmessages": "about this many messages per Spark partition (default 20000)",
     "receivetimeoutms": "a batch ends when no message arrives for this long (default 500)",
     "maxtriggerdelayms": "a batch ends after receiving for this long (default 5000)",

@@ -125,9 +125,12 @@ class Stager:
 
     @property
     def _chunk(self) -> int:
-        """Messages per chunk: never more than the consumer's prefetch, because with individual
-        acknowledgement the broker stops dispatching once that many are unacknowledged."""
-        return min(self.options.staging_chunk_messages, self._prefetch)
+        """Messages per chunk: at most half the consumer's prefetch. With individual acknowledgement the
+        broker stops dispatching once ``prefetch`` messages are unacknowledged; a chunk of the whole
+        window would leave nothing buffered while it is staged and acknowledged, and ActiveMQ then pages
+        the next window in from its store (a pause that can outlast ``receiveTimeoutMs`` and end an
+        AvailableNow run or processAllAvailable early). Half leaves the other half arriving meanwhile."""
+        return min(self.options.staging_chunk_messages, max(1, self._prefetch // 2))
 
     def _open(self) -> None:
         log.debug("connecting to the broker")
