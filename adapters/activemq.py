@@ -73,6 +73,9 @@ class ActiveMQAdapter(StompDialect):
         retained="jmslike",
     )
     topic_syntax = TopicSyntax(separator=".", single="*", multi=">")
+    # ActiveMQ's StompSubscription in ``client`` mode acknowledges every message dispatched to the
+    # subscription up to and including the named one (its dispatched map is in delivery order).
+    cumulative_client_ack = True
     # StompWireFormat: MAX_HEADER_LENGTH, MAX_HEADERS, MAX_DATA_LENGTH (fatal protocol errors if exceeded).
     max_header_line_bytes = 10 * 1024
     max_headers = 1000

@@ -103,6 +103,7 @@ class StompDialect:
     reserved_headers: frozenset[str] = STANDARD_HEADERS
     default_vhost: str | None = None
     transactional_send_receipts = True
+    cumulative_client_ack = False
     _parsed_destinations: dict[str, Destination | None]
     temporary_names_are_local = True
     topic_syntax = TopicSyntax(separator=".", single="*", multi="#")
@@ -167,7 +168,7 @@ class StompDialect:
             "id": spec.sub_id,
             "destination": self.destination_name(spec.destination),
             # Browsing consumes nothing, so its messages need no acknowledgement.
-            "ack": "auto" if spec.browser else "client-individual",
+            "ack": "auto" if spec.browser else "client" if spec.cumulative_ack else "client-individual",
         }
         if spec.selector:
             headers["selector"] = spec.selector

@@ -135,9 +135,11 @@ class RawClient:
         sub_id: str,
         prefetch: int = 1000,
         durable_name: str | None = None,
+        ack: str = "client-individual",
     ) -> None:
-        """SUBSCRIBE with client-individual acks and a receipt, as jmslike's consumers do."""
-        headers = {"ack": "client-individual"}
+        """SUBSCRIBE with a receipt, as jmslike's consumers do: ``client-individual`` acks, or ``client``
+        (cumulative) as jmslike's CLIENT_ACKNOWLEDGE consumers on ActiveMQ."""
+        headers = {"ack": ack}
         if self.kind == "activemq":
             headers["activemq.prefetchSize"] = str(prefetch)
             if durable_name is not None:
@@ -148,7 +150,7 @@ class RawClient:
                 headers.update({"durable": "true", "auto-delete": "false", "x-queue-name": durable_name})
         done = threading.Event()
         headers["receipt"] = self._track(done.set)
-        self.conn.subscribe(destination, sub_id, ack="client-individual", headers=headers)
+        self.conn.subscribe(destination, sub_id, ack=ack, headers=headers)
         if not done.wait(30):
             raise TimeoutError("no receipt for SUBSCRIBE")
 

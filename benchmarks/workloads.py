@@ -222,8 +222,8 @@ def consume(bench: Bench, size: int, side: str, mode: int, count: int | None = N
     """Drain a backlog of ``count`` messages (default ``bench.backlog``); returns msg/s.
 
     AUTO_ACKNOWLEDGE acks each message as it is received; CLIENT_ACKNOWLEDGE calls acknowledge() every
-    CLIENT_ACK_BATCH messages (jmslike then ACKs each delivered message and waits for the last receipt;
-    the raw side does the same)."""
+    CLIENT_ACK_BATCH messages (jmslike then ACKs each delivered message and waits for the last receipt,
+    or on ActiveMQ sends one cumulative ``ack:client`` ACK; the raw side does the same)."""
     count = bench.backlog if count is None else count
     queue_name = bench.name("consume")
     fill(bench, queue_name, count, payload(size))
@@ -232,10 +232,15 @@ def consume(bench: Bench, size: int, side: str, mode: int, count: int | None = N
         client = bench.raw()
         try:
             start = time.perf_counter()
-            client.subscribe(f"/queue/{queue_name}", "raw-sub-1")
+            cumulative = client_mode and bench.kind == "activemq"
+            client.subscribe(
+                f"/queue/{queue_name}", "raw-sub-1", ack="client" if cumulative else "client-individual"
+            )
             for i in range(1, count + 1):
                 frame = client.inbox.get(timeout=60)
-                client.ack(frame, wait=client_mode and (i % CLIENT_ACK_BATCH == 0 or i == count))
+                last_of_batch = i % CLIENT_ACK_BATCH == 0 or i == count
+                if not cumulative or last_of_batch:
+                    client.ack(frame, wait=client_mode and last_of_batch)
             return count / (time.perf_counter() - start)
         finally:
             client.close()

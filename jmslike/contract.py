@@ -99,6 +99,10 @@ class SubscriptionSpec:
     client_id: str | None = None
     browser: bool = False
     prefetch: int = 1000
+    # CLIENT_ACKNOWLEDGE on a broker whose STOMP ``ack:client`` is cumulative (Adapter.cumulative_client_ack):
+    # one ACK of the newest consumed message acknowledges everything delivered before it on this
+    # subscription, as the Java client's acknowledge() does, instead of one ACK per message.
+    cumulative_ack: bool = False
     # Durable only: removed by the broker after this long without a consumer (0 = never), where the
     # broker can (RabbitMQ x-expires); and the jmslike record (DurableDefinition JSON) for brokers that
     # keep it with the subscription itself.
@@ -179,6 +183,9 @@ class Adapter(Protocol):
     default_vhost: str | None
     # False where the broker holds SEND receipts inside a transaction until COMMIT (RabbitMQ).
     transactional_send_receipts: bool
+    # True where STOMP ``ack:client`` acknowledges everything delivered before the named message on its
+    # subscription, in delivery order, so CLIENT_ACKNOWLEDGE sessions send one ACK per consumer.
+    cumulative_client_ack: bool
     # True where a temporary destination's jmslike name means "ours" to the broker (ActiveMQ), so another
     # connection must not use that name; False where the name is global (RabbitMQ).
     temporary_names_are_local: bool

@@ -17,6 +17,7 @@ the broker redelivers it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import threading
@@ -336,6 +337,11 @@ class Session:
             registry.removed(client_id, name)
 
     def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
+        if (
+            self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE
+            and self._connection.adapter.cumulative_client_ack
+        ):
+            consumer.spec = dataclasses.replace(consumer.spec, cumulative_ack=True)
         self._connection.register_consumer(consumer)
         try:
             self._connection.adapter.subscribe(self._connection.wire_for_use(), consumer.spec)
@@ -439,10 +445,10 @@ class Session:
         """Turn a pending delivery into a Message, or drop it (expired / filtered) with an ack."""
         incoming = pending.incoming
         if incoming.expiration and incoming.expiration <= int(time.time() * 1000):
-            self._ack_now(pending)  # expired messages are never delivered (JMS 1.1 §3.4.9)
+            self._drop(consumer, pending)  # expired messages are never delivered (JMS 1.1 §3.4.9)
             return None
         if not consumer.accepts(incoming):
-            self._ack_now(pending)  # not part of this subscription: client-side selector or noLocal
+            self._drop(consumer, pending)  # not part of this subscription: client-side selector or noLocal
             return None
         message = consumer.build_message(pending)
         if self._ack_mode in (
@@ -458,6 +464,16 @@ class Session:
             elif self._ack_mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
                 message._acknowledger = lambda: self._acknowledge_one(pending, generation)
         return message
+
+    def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """A delivery the application never sees is acknowledged at once, except on a cumulative
+        subscription: there its ACK would also acknowledge what the application consumed before it and has
+        not acknowledged yet, so it is settled by the next acknowledge() instead."""
+        if consumer.spec.cumulative_ack:
+            with self._cond:
+                self._unacked.append((consumer, pending))
+        else:
+            self._ack_now(pending)
 
     def _ack_now(self, pending: Pending) -> None:
         """Acknowledge one message without waiting (AUTO / DUPS_OK, dropped messages). A message from
@@ -486,7 +502,7 @@ class Session:
         with self._cond:
             batch, self._unacked = self._unacked, []
         try:
-            self._send_acks([p for _, p in batch], None)
+            self._send_acks(_acks_for(batch), None)
         except JMSException:
             with self._cond:  # not acknowledged after all: still owed (recover, unsubscribe checks)
                 if all(p.epoch == self._epoch for _, p in batch):
@@ -887,6 +903,20 @@ class Session:
 
     def __repr__(self) -> str:
         return f"<Session ack_mode={self._ack_mode} {'closed' if self._closed else 'open'}>"
+
+
+def _acks_for(batch: list[tuple[MessageConsumer, Pending]]) -> list[Pending]:
+    """The deliveries whose ACK frames acknowledge ``batch``: each one, except that a cumulative
+    subscription needs only its newest (consumption follows delivery order, recovered messages go back to
+    the front of the inbox, so the newest consumed is the last delivered of those owed)."""
+    acks: list[Pending] = []
+    newest: dict[MessageConsumer, Pending] = {}
+    for consumer, pending in batch:
+        if consumer.spec.cumulative_ack:
+            newest[consumer] = pending
+        else:
+            acks.append(pending)
+    return acks + list(newest.values())
 
 
 def _check_subscription_name(name: Any) -> str:

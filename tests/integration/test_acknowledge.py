@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
 
-from jmslike import Connection, IllegalStateException, Message, Session
+from jmslike import Connection, DeliveryMode, IllegalStateException, Message, Session
 from jmslike.conformance.suite.helpers import drain, text_of
 
 RECEIVE_MS = 5000
@@ -90,6 +91,48 @@ def test_recover_redelivers_from_oldest_unacked(connection: Connection, unique_n
     c.acknowledge()
     session.close()
     assert drain(connection, unique_name) == []
+
+
+def test_acknowledge_after_recover_covers_only_what_was_consumed_again(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    # On ActiveMQ CLIENT_ACKNOWLEDGE sends one cumulative ACK per consumer: it must name the newest
+    # message consumed *since recover()*, not the newest ever delivered.
+    connection = connect()
+    send_texts(connection, unique_name, ["1", "2", "3", "4"])
+    session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    assert [text_of(consumer.receive(RECEIVE_MS)) for _ in range(3)] == ["1", "2", "3"]
+    session.recover()
+    again = consumer.receive(RECEIVE_MS)
+    assert text_of(again) == "1" and again is not None
+    again.acknowledge()
+    session.close()
+    left = drain(connect(), unique_name)
+    assert [text_of(m) for m in left] == ["2", "3", "4"]
+    assert [m.getJMSRedelivered() for m in left[:2]] == [True, True]
+
+
+def test_a_dropped_expired_message_does_not_acknowledge_what_came_before(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    # jmslike drops a delivery that expired in its prefetch buffer; in AUTO mode with an ACK, but with a
+    # cumulative ACK (CLIENT mode on ActiveMQ) that ACK would also take the consumed, unacknowledged
+    # message before it.
+    client = connect().createSession(False, Session.CLIENT_ACKNOWLEDGE)
+    consumer = client.createConsumer(client.createQueue(unique_name))  # subscribed: messages prefetched
+    session = connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(unique_name))
+    producer.send(session.createTextMessage("kept"))
+    expiring = session.createTextMessage("expiring")
+    producer.send(expiring, DeliveryMode.PERSISTENT, 4, 1000)
+    producer.send(session.createTextMessage("last"))
+    assert text_of(consumer.receive(RECEIVE_MS)) == "kept"
+    while time.time() * 1000 <= expiring.getJMSExpiration():  # a clock condition: expiry is time
+        time.sleep(0.05)
+    assert text_of(consumer.receive(RECEIVE_MS)) == "last"  # "expiring" is dropped, never delivered
+    client.close()  # nothing acknowledged
+    assert [text_of(m) for m in drain(connect(), unique_name)] == ["kept", "last"]
 
 
 def test_individual_acknowledge(connect: Callable[..., Connection], unique_name: str) -> None:
