@@ -234,13 +234,16 @@ class StompDialect:
                 f"the message has {len(headers)} headers and properties; {self.display_name} accepts at most "
                 f"{self.max_headers} per STOMP frame"
             )
-        if self.max_header_line_bytes is not None:
+        limit = self.max_header_line_bytes
+        if limit is not None:
             for key, value in headers.items():
+                if 4 * (len(key) + len(value)) < limit:
+                    continue  # escaped and UTF-8 encoded, a character takes at most 4 bytes
                 size = len(key.encode()) + 1 + len(_escape(value).encode())
-                if size > self.max_header_line_bytes:
+                if size > limit:
                     raise MessageFormatException(
                         f"header or property {key!r} is {size} bytes on the wire; {self.display_name} accepts "
-                        f"at most {self.max_header_line_bytes} per header: put large values in the body"
+                        f"at most {limit} per header: put large values in the body"
                     )
         if self.max_body_bytes is not None and len(body) > self.max_body_bytes:
             raise ResourceAllocationException(

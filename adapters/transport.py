@@ -17,6 +17,9 @@ What it adds to stomp.py is what JMS needs and stomp.py leaves to callers:
   against ``ssl_ca_file`` (or the system CAs) and its host name (unless ``ssl_check_hostname=false``), an
   optional client certificate, and a failed handshake is a ``JMSSecurityException`` at once -- there is no
   retry and never a fall-back to plain TCP;
+- on the hot path stomp.py is only the socket and heart-beat owner: frames are encoded by
+  :mod:`~jmslike.adapters.stomp_writer` and MESSAGE, RECEIPT and heart-beat frames go from the decoder
+  straight to the wire, skipping stomp.py's per-frame listener walks (measured in docs/performance.md);
 - stomp.py's DEBUG log of the CONNECT frame would show the passcode (its redaction pattern misses
   ``passcode:secret``); :class:`_RedactConnectFrames` replaces that log line.
 """

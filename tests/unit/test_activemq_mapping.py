@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, seed, settings
+from hypothesis import strategies as st
 
 from jmslike.adapters import activemq_map
 from jmslike.adapters.activemq import ActiveMQAdapter
@@ -272,3 +274,49 @@ def test_the_option_is_for_activemq_urls_only() -> None:
         parse_url("rabbitmq://h:1?activemq_map_transformation=true")
     with pytest.raises(ConfigurationError, match="invalid"):
         parse_url("activemq://h:1?activemq_map_transformation=maybe")
+
+
+# -- frame limits ---------------------------------------------------------------------------------------
+
+
+def _wire_line_bytes(key: str, value: str) -> int:
+    escaped = value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+    return len(key.encode()) + 1 + len(escaped.encode())
+
+
+@pytest.mark.parametrize(
+    ("value", "refused"),
+    [
+        ("x" * 10_000, False),  # 10,004 bytes: under 10 KiB
+        ("x" * 10_300, True),
+        (":" * 5_000, False),  # escaped to 10,000 bytes
+        (":" * 5_200, True),  # escaped to 10,400 bytes
+        ("€" * 3_400, False),  # 10,200 bytes of UTF-8
+        ("€" * 3_500, True),
+    ],
+)
+def test_header_line_limit_counts_escaped_utf8_bytes(value: str, refused: bool) -> None:
+    assert (_wire_line_bytes("k", value) > 10 * 1024) is refused
+    if refused:
+        with pytest.raises(MessageFormatException, match="put large values in the body"):
+            adapter.check_limits({"k": value}, b"")
+    else:
+        adapter.check_limits({"k": value}, b"")
+
+
+@seed(20261121)
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet=st.sampled_from("ab:\\\n€😀"), max_size=40),
+    st.text(alphabet=st.sampled_from("k€"), min_size=1, max_size=5),
+)
+def test_header_line_limit_shortcut_never_passes_a_long_line(value: str, key: str) -> None:
+    small = ActiveMQAdapter()
+    small.max_header_line_bytes = 48  # the shortcut skips lines too short to reach the limit
+    too_long = _wire_line_bytes(key, value) > 48
+    try:
+        small.check_limits({key: value}, b"")
+    except MessageFormatException:
+        assert too_long
+    else:
+        assert not too_long
