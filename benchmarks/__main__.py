@@ -24,6 +24,7 @@ from jmslike.conformance.brokers.activemq import TransportConnector
 from jmslike.conformance.brokers.ports import free_port
 
 from . import java as j
+from . import launch_options
 from . import workloads as w
 from .report import ASYNC_TARGET, JAVA_TARGET, RSS_TARGET_MB, Row, document, format_table, percentile
 
@@ -200,9 +201,7 @@ def run_rss(runner: Runner, bench: w.Bench, backlog: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.monotonic()
-    # Publish workloads leave their messages queued; they pin KahaDB journal files, so the backlog fills
-    # outgrow the launcher's 2 GB store limit and the broker then blocks producers for good.
-    options: dict[str, Any] = {"heap_mb": 2048, "store_limit": "40 gb"} if args.broker == "activemq" else {}
+    options = launch_options(args.broker)
     openwire_url: str | None = None
     if args.broker == "activemq" and args.java != "off":
         reason = j.unavailable_reason()

@@ -27,6 +27,8 @@ from typing import Any
 from jmslike import ConnectionFactory, DeliveryMode, Session
 from jmslike.conformance.brokers import launch
 
+from . import launch_options
+
 TARGET = 0.70
 
 
@@ -169,11 +171,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = tempfile.mkdtemp(prefix="jmslike-bench-spark-")
-    # As in the main runner: a large heap, and a store limit the backlogs cannot reach (producers blocked
-    # by a full 2 GB store would stall the fill for good).
-    broker = launch(
-        args.broker, **({"heap_mb": 2048, "store_limit": "40 gb"} if args.broker == "activemq" else {})
-    )
+    broker = launch(args.broker, **launch_options(args.broker))
     try:
         tag = uuid.uuid4().hex[:8]
         raw_topic, spark_topic = f"bench-raw-{tag}", f"bench-spark-{tag}"

@@ -176,13 +176,20 @@ class SourceOptions:
         return self.subscription_name if self.lanes == 1 else f"{self.subscription_name}-lane{lane}"
 
 
-def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
-    given = _lower(options)
-    _check_known(given, SOURCE_OPTIONS, "source")
+def _endpoint(given: Mapping[str, str]) -> tuple[str, str, str]:
+    """The options every source and writer needs: ``url`` and exactly one of ``topic`` / ``queue``;
+    returns (url, "topic" or "queue", destination name)."""
     url = _required(given, "url", "url", " (the broker, e.g. activemq://host:61613)")
     topic, queue = given.get("topic", "").strip(), given.get("queue", "").strip()
     if bool(topic) == bool(queue):
         raise OptionError("give exactly one of the options 'topic' or 'queue'")
+    return url, "topic" if topic else "queue", topic or queue
+
+
+def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
+    given = _lower(options)
+    _check_known(given, SOURCE_OPTIONS, "source")
+    url, kind, destination = _endpoint(given)
     staging = _required(
         given,
         "staginglocation",
@@ -198,7 +205,7 @@ def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
     client_id = given.get("clientid", "").strip() or None
     subscription = given.get("subscriptionname", "").strip() or None
     lane_selectors: tuple[str | None, ...] = (None,)
-    if topic:
+    if kind == "topic":
         if client_id is None:
             raise OptionError("option 'clientId' is required with 'topic' (a durable subscription needs it)")
         if subscription is None:
@@ -232,8 +239,8 @@ def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
         lane_selectors = (None,) * _int_default(given, "lanes", "lanes", 1, 1)
     return SourceOptions(
         url=url,
-        destination_kind="topic" if topic else "queue",
-        destination=topic or queue,
+        destination_kind=kind,
+        destination=destination,
         staging_location=staging,
         client_id=client_id,
         subscription_name=subscription,
@@ -281,18 +288,15 @@ def parse_delivery_mode(raw: object, where: str) -> int:
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     given = _lower(options)
     _check_known(given, SINK_OPTIONS, "writer")
-    url = _required(given, "url", "url", " (the broker, e.g. activemq://host:61613)")
-    topic, queue = given.get("topic", "").strip(), given.get("queue", "").strip()
-    if bool(topic) == bool(queue):
-        raise OptionError("give exactly one of the options 'topic' or 'queue'")
+    url, kind, destination = _endpoint(given)
     priority = _int_default(given, "priority", "priority", 4, 0)
     if priority > 9:
         raise OptionError(f"option 'priority' must be 0-9, got {priority}")
     mode = given.get("deliverymode")
     return SinkOptions(
         url=url,
-        destination_kind="topic" if topic else "queue",
-        destination=topic or queue,
+        destination_kind=kind,
+        destination=destination,
         user=given.get("user") or None,
         password=given.get("password") or None,
         client_id=given.get("clientid", "").strip() or None,

@@ -70,13 +70,13 @@ class JmsDataSource(DataSource):
         from jmslike.spark_sink.publish import check_columns
 
         check_columns(schema)
-        return JmsWriter(dict(self.options), schema.fieldNames())
+        return JmsWriter(dict(self.options))
 
     def streamWriter(self, schema: Any, overwrite: bool) -> JmsStreamWriter:
         from jmslike.spark_sink.publish import check_columns
 
         check_columns(schema)
-        return JmsStreamWriter(dict(self.options), schema.fieldNames())
+        return JmsStreamWriter(dict(self.options))
 
 
 class ChunkPartition(InputPartition):
@@ -175,9 +175,8 @@ class PublishedCount(WriterCommitMessage):
 class JmsWriter(DataSourceWriter):
     """``df.write.format("jms")``: each task publishes its rows (see publish.py)."""
 
-    def __init__(self, options: dict[str, str], columns: list[str]) -> None:
+    def __init__(self, options: dict[str, str]) -> None:
         self._options = parse_sink_options(options)
-        self._columns = columns
 
     def write(self, iterator: Iterator[Any]) -> PublishedCount:
         from jmslike.spark_sink.publish import publish_rows
@@ -188,9 +187,8 @@ class JmsWriter(DataSourceWriter):
 class JmsStreamWriter(DataSourceStreamWriter):
     """``df.writeStream.format("jms")``: each micro-batch's tasks publish their rows."""
 
-    def __init__(self, options: dict[str, str], columns: list[str]) -> None:
+    def __init__(self, options: dict[str, str]) -> None:
         self._options = parse_sink_options(options)
-        self._columns = columns
 
     def write(self, iterator: Iterator[Any]) -> PublishedCount:
         from jmslike.spark_sink.publish import publish_rows
