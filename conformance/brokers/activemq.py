@@ -444,7 +444,10 @@ class ActiveMQBroker(LocalBroker):
         return self.config.tls_port if self.config.tls is not None else None
 
     def _ports(self) -> dict[str, int]:
-        ports = {"stomp": self.port}
+        return {"stomp": self.port, **self._client_ports()}
+
+    def _client_ports(self) -> dict[str, int]:
+        ports: dict[str, int] = {}
         if self.tls_port is not None:
             ports["stomp+ssl"] = self.tls_port
         for connector in self.config.extra_connectors:

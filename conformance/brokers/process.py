@@ -42,7 +42,7 @@ from jmslike.conformance.brokers.base import (
     LauncherName,
     tail_lines,
 )
-from jmslike.conformance.brokers.ports import LOOPBACK, check_ports_free, wait_port_closed
+from jmslike.conformance.brokers.ports import LOOPBACK, check_ports_free, port_accepts, wait_port_closed
 from jmslike.conformance.brokers.readiness import ProbeResult, stomp_probe, wait_until_ready
 
 logger = logging.getLogger(__name__)
@@ -362,7 +362,20 @@ class LocalBroker(BrokerHandle, abc.ABC):
         """Ask the broker to shut down gracefully (do not wait for it to exit)."""
 
     def _probe(self, timeout_s: float) -> ProbeResult:
-        return stomp_probe(self.host, self.port, login=self.user, passcode=self.password, timeout_s=timeout_s)
+        """Ready when STOMP answers CONNECT and every other port clients use accepts connections."""
+        result = stomp_probe(
+            self.host, self.port, login=self.user, passcode=self.password, timeout_s=timeout_s
+        )
+        if not result.ready:
+            return result
+        for name, port in self._client_ports().items():
+            if not port_accepts(self.host, port, timeout_s):
+                return ProbeResult(False, f"STOMP answers, but the {name} port {port} does not accept yet")
+        return result
+
+    def _client_ports(self) -> dict[str, int]:
+        """Hook: the ports clients use besides STOMP (TLS, other connectors, management)."""
+        return {}
 
     def _before_spawn(self) -> None:
         """Hook: start helpers the broker needs (RabbitMQ: a private epmd)."""

@@ -48,7 +48,6 @@ from jmslike.conformance.brokers.process import (
     RunAs,
     child_pids,
 )
-from jmslike.conformance.brokers.readiness import ProbeResult
 from jmslike.conformance.brokers.tls import TLSMaterial
 
 logger = logging.getLogger(__name__)
@@ -342,12 +341,17 @@ class RabbitMQBroker(LocalBroker):
             epmd = str(erlang_epmd[-1])
         self._epmd_path = epmd
 
-    def _ports(self) -> dict[str, int]:
-        ports = {"stomp": self.port, "amqp": self.amqp_port, "erlang distribution": self.dist_port}
+    def _client_ports(self) -> dict[str, int]:
+        ports: dict[str, int] = {}
         if self.tls_port is not None:
             ports["stomp+ssl"] = self.tls_port
         if self.management_port is not None:
             ports["management"] = self.management_port
+        return ports
+
+    def _ports(self) -> dict[str, int]:
+        ports = {"stomp": self.port, "amqp": self.amqp_port, "erlang distribution": self.dist_port}
+        ports.update(self._client_ports())
         if self._epmd is None or self._epmd.poll() is not None:
             ports["epmd"] = self.epmd_port
         return ports
@@ -409,16 +413,6 @@ class RabbitMQBroker(LocalBroker):
 
     def _log_files(self) -> list[Path]:
         return [self._console_log(), self.base_dir / "log" / "rabbit.log"]
-
-    def _probe(self, timeout_s: float) -> ProbeResult:
-        result = super()._probe(timeout_s)
-        if (
-            result.ready
-            and self.management_port is not None
-            and not port_accepts(self.host, self.management_port, timeout_s=timeout_s)
-        ):
-            return ProbeResult(False, f"management port {self.management_port} not open yet")
-        return result
 
     def _before_spawn(self) -> None:
         if self._epmd is not None and self._epmd.poll() is None:
