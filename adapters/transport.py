@@ -266,6 +266,41 @@ class WireEvents(Protocol):
     def on_lost(self, error: ConnectionLostException) -> None: ...
 
 
+class Done:
+    """A one-shot signal: ``set()`` once, ``wait()`` from any number of threads.
+
+    What ``threading.Event`` offers for a receipt, at a fraction of its cost: an Event builds a Condition
+    and every ``wait`` allocates and takes a lock of its own, on every synchronous send (measured in
+    docs/performance.md). Here a lock held from birth is released by ``set``; a waiter takes it and passes
+    it on at once. ``set`` is called by whoever removed the receipt from the pending table, so at most one
+    thread sets a given signal; a second ``set`` from that thread is ignored.
+    """
+
+    __slots__ = ("_flag", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._lock.acquire()
+        self._flag = False
+
+    def set(self) -> None:
+        if not self._flag:
+            self._flag = True
+            self._lock.release()
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """True once set; False if ``timeout`` seconds pass first."""
+        if self._flag:
+            return True
+        if not self._lock.acquire(timeout=-1 if timeout is None else max(0.0, timeout)):
+            return False
+        self._lock.release()
+        return True
+
+
 class _Pending:
     """One frame waiting for its receipt."""
 
@@ -273,7 +308,7 @@ class _Pending:
 
     def __init__(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> None:
         self.frame = frame
-        self.done = threading.Event()
+        self.done = Done()
         self.error: JMSException | None = None
         self.callback = callback
 

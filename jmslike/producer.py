@@ -172,22 +172,20 @@ class MessageProducer:
             raise InvalidDestinationException(f"cannot send to {destination!r}")
         connection.check_temporary_use(destination)
         now = int(time.time() * 1000)
-        message.setJMSDestination(destination)
-        message.setJMSDeliveryMode(mode)
-        message.setJMSPriority(priority)
-        message.setJMSExpiration(now + ttl if ttl else 0)
-        message.setJMSTimestamp(0 if self._disable_timestamp else now)
-        message.setJMSMessageID(None if self._disable_id else f"ID:{uuid.uuid4().hex}")
+        message_id = None if self._disable_id else f"ID:{uuid.uuid4().hex}"
+        timestamp = 0 if self._disable_timestamp else now
+        expiration = now + ttl if ttl else 0
+        message._stamp(destination, mode, priority, expiration, timestamp, message_id)
         type_tag, body, extra = body_codec.encode_body(message)
         headers = body_codec.encode_properties(message, connection.adapter.reserved_headers)
         headers.update(extra)
         outgoing = OutgoingMessage(
             destination=destination,
-            message_id=message.getJMSMessageID(),
-            timestamp=message.getJMSTimestamp(),
+            message_id=message_id,
+            timestamp=timestamp,
             delivery_mode=mode,
             priority=priority,
-            expiration=message.getJMSExpiration(),
+            expiration=expiration,
             time_to_live=ttl,
             correlation_id=message.getJMSCorrelationID(),
             reply_to=message.getJMSReplyTo(),
