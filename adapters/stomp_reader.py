@@ -74,6 +74,11 @@ HEARTBEAT: Final = DecodedFrame("HEARTBEAT")
 def _unescape(text: str) -> str:
     if "\\" not in text:
         return text
+    if "\\\\" not in text:
+        # Without an escaped backslash every backslash starts its own two-character sequence, so plain
+        # replacements cannot overlap; an unknown sequence stays as it is. ActiveMQ's message ids carry
+        # several ``\c`` each: this is the common case, and the regex below calls back per match.
+        return text.replace("\\c", ":").replace("\\n", "\n").replace("\\r", "\r")
     return _ESCAPE.sub(lambda m: _UNESCAPES.get(m.group(0), m.group(0)), text)
 
 
@@ -85,7 +90,9 @@ def parse_header_block(block: bytes) -> tuple[str, dict[str, str]]:
         raise FrameProtocolError(
             f"frame headers are not valid UTF-8 (byte {exc.start} of the header block)"
         ) from None
-    lines = [line[:-1] if line.endswith("\r") else line for line in text.split("\n")]
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
     command = lines[0]
     if command not in SERVER_COMMANDS:
         shown = command[:40] + ("..." if len(command) > 40 else "")
@@ -96,7 +103,7 @@ def parse_header_block(block: bytes) -> tuple[str, dict[str, str]]:
         key, colon, value = line.partition(":")
         if not colon or not key:
             raise FrameProtocolError(f"{command} frame: header line {number} is not 'name:value'")
-        if escaped:
+        if escaped and "\\" in line:
             key, value = _unescape(key), _unescape(value)
         headers.setdefault(key, value)
     return command, headers

@@ -8,6 +8,7 @@ Property tests run with a fixed seed and example budget so CI is deterministic a
 from __future__ import annotations
 
 import os
+import re
 import time
 
 import pytest
@@ -21,6 +22,7 @@ from jmslike.adapters.stomp_reader import (
     FrameDecoder,
     FrameProtocolError,
     FrameTooLarge,
+    _unescape,
 )
 from jmslike.adapters.stomp_writer import encode_frame
 
@@ -133,6 +135,30 @@ def test_frames_split_at_every_byte() -> None:
     assert frames[1].body == b"with\x00nul"
     assert HEARTBEAT in out
     assert decoder.buffered_bytes == 0
+
+
+_ESCAPED_TEXT = st.text(st.sampled_from(["\\", "c", "n", "r", "t", ":", "a", "\n"]), max_size=30)
+
+
+def _unescape_by_regex(text: str) -> str:
+    """The general rule, one sequence at a time: known escapes replaced, anything else kept."""
+    table = {"\\n": "\n", "\\c": ":", "\\\\": "\\", "\\r": "\r"}
+    return re.sub(r"\\.", lambda m: table.get(m.group(0), m.group(0)), text)
+
+
+@seed(20261121)
+@FUZZ
+@given(_ESCAPED_TEXT)
+def test_unescape_shortcut_agrees_with_the_sequence_by_sequence_rule(text: str) -> None:
+    # Escape-dense text (backslashes next to c/n/r, doubled, trailing, unknown sequences), so both of
+    # _unescape's paths -- plain replacements when no backslash is escaped, the regex otherwise -- run.
+    assert _unescape(text) == _unescape_by_regex(text)
+
+
+def test_unescape_of_activemq_message_ids_and_unknown_sequences() -> None:
+    assert _unescape("ID\\cvm-1-2\\c1\\c-1") == "ID:vm-1-2:1:-1"
+    assert _unescape("a\\tb\\") == "a\\tb\\"  # unknown sequence and a trailing backslash stay
+    assert _unescape("a\\\\cb") == "a\\cb"  # an escaped backslash followed by c is not a colon
 
 
 def test_connected_headers_are_not_unescaped_and_first_repeated_header_wins() -> None:
