@@ -104,6 +104,7 @@ class StompDialect:
     default_vhost: str | None = None
     transactional_send_receipts = True
     cumulative_client_ack = False
+    tcp_quick_ack = False
     _parsed_destinations: dict[str, Destination | None]
     temporary_names_are_local = True
     topic_syntax = TopicSyntax(separator=".", single="*", multi="#")

@@ -171,6 +171,7 @@ class Connection:
                 events,
                 self.adapter.error_for,
                 self.adapter.default_vhost,
+                quick_ack=self.adapter.tcp_quick_ack,
             )
             events.wire = wire
             try:

@@ -54,6 +54,17 @@ def test_speaks_stomp_11_because_unsubscribe_needs_it() -> None:
     assert adapter.stomp_version == "1.1"
 
 
+def test_asks_for_quick_tcp_acks_because_the_broker_leaves_nagle_on() -> None:
+    # ActiveMQ's TCP transport defaults to tcpNoDelay=false; the other adapters' brokers send with
+    # TCP_NODELAY (RabbitMQ's default listener options, Artemis' Netty acceptor), so they do not ask.
+    from jmslike.adapters.artemis import ArtemisAdapter
+    from jmslike.adapters.rabbitmq import RabbitMQAdapter
+
+    assert adapter.tcp_quick_ack is True
+    assert RabbitMQAdapter().tcp_quick_ack is False
+    assert ArtemisAdapter().tcp_quick_ack is False
+
+
 def test_destinations_round_trip() -> None:
     for destination in (Queue("a.b"), Topic("t"), TemporaryQueue("x"), TemporaryTopic("y")):
         assert adapter.parse_destination(adapter.destination_name(destination)) == destination
