@@ -150,6 +150,8 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         self._jl_timeout_s = timeout_s
         self._jl_context = context
         self._jl_quick_ack = quick_ack and _TCP_QUICKACK is not None
+        self._jl_quick_waiters = 0
+        self._jl_quick_lock = threading.Lock()
         self._jl_decoder = FrameDecoder(max_frame_bytes, max_header_bytes)
         #: Why the reader dropped the connection (a malformed or oversized frame), for the error raised above.
         self.protocol_error: str | None = None
@@ -195,18 +197,31 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
             sock.settimeout(None)
         self.socket = sock
         self.current_host_and_port = self._jl_host
-        self._arm_quick_ack()
+
+    # Quick TCP ACKs while a caller waits for a receipt.
+    #
+    # ActiveMQ Classic's TCP transport leaves Nagle's algorithm on (``tcpNoDelay=false``): a small frame it
+    # writes while an earlier one is unacknowledged waits for our TCP ACK, which Linux delays (up to 40 ms).
+    # A CLIENT_ACKNOWLEDGE ``acknowledge()`` waits for such a receipt every time; quick ACKs took its receipt
+    # p90 from 45 to 24 ms (docs/performance.md). Only while someone waits: when frames flow both ways
+    # (pipelined asynchronous sends) our ACKs ride on them, and a pure ACK per received segment instead cost
+    # ActiveMQ a quarter of its asynchronous publish rate. Linux leaves quick-ACK mode by itself, so the
+    # reader re-arms it after every read while the count of waiters is above zero.
+
+    def quick_ack_begin(self) -> None:
+        if self._jl_quick_ack:
+            with self._jl_quick_lock:
+                self._jl_quick_waiters += 1
+            self._arm_quick_ack()
+
+    def quick_ack_end(self) -> None:
+        if self._jl_quick_ack:
+            with self._jl_quick_lock:
+                self._jl_quick_waiters -= 1
 
     def _arm_quick_ack(self) -> None:
-        """Acknowledge what the broker sends at once instead of delaying TCP ACKs (up to 40 ms on Linux).
-
-        ActiveMQ Classic's TCP transport leaves Nagle's algorithm on (``tcpNoDelay=false``): a small frame it
-        writes while an earlier one is unacknowledged waits for our TCP ACK, which the kernel delays. A
-        CLIENT_ACKNOWLEDGE ``acknowledge()`` waits for such a receipt every time; quick ACKs doubled its rate
-        (docs/performance.md). Linux turns quick-ACK mode off again by itself, so it is re-armed after every
-        read."""
         sock = self.socket
-        if self._jl_quick_ack and sock is not None and _TCP_QUICKACK is not None:
+        if sock is not None and _TCP_QUICKACK is not None:
             with contextlib.suppress(OSError):  # closed under us: the reader sees that on its next recv
                 sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
 
@@ -232,7 +247,7 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         if sock is None:
             raise stomp.exception.ConnectionClosedException()
         data: bytes = sock.recv(_RECV_BYTES)
-        if self._jl_quick_ack:
+        if self._jl_quick_waiters:  # read without the lock: a stale value costs one early or late re-arm
             self._arm_quick_ack()
         return data
 
@@ -527,10 +542,15 @@ class StompWire:
 
     def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
-        pending = self.submit(frame, None)
-        timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
-        if not pending.done.wait(timeout):
-            raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
+        transport = self._transport
+        transport.quick_ack_begin()
+        try:
+            pending = self.submit(frame, None)
+            timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
+            if not pending.done.wait(timeout):
+                raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
+        finally:
+            transport.quick_ack_end()
         if pending.error is not None:
             raise pending.error
 

@@ -187,7 +187,7 @@ class Adapter(Protocol):
     # subscription, in delivery order, so CLIENT_ACKNOWLEDGE sessions send one ACK per consumer.
     cumulative_client_ack: bool
     # True where the broker writes small frames with Nagle's algorithm on (ActiveMQ Classic), so the client
-    # socket acknowledges at once rather than delaying TCP ACKs (transport.BoundedTransport._arm_quick_ack).
+    # socket acknowledges at once while a receipt is awaited (transport.BoundedTransport.quick_ack_begin).
     tcp_quick_ack: bool
     # True where a temporary destination's jmslike name means "ours" to the broker (ActiveMQ), so another
     # connection must not use that name; False where the name is global (RabbitMQ).
