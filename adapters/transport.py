@@ -20,6 +20,8 @@ What it adds to stomp.py is what JMS needs and stomp.py leaves to callers:
 - on the hot path stomp.py is only the socket and heart-beat owner: frames are encoded by
   :mod:`~jmslike.adapters.stomp_writer` and MESSAGE, RECEIPT and heart-beat frames go from the decoder
   straight to the wire, skipping stomp.py's per-frame listener walks (measured in docs/performance.md);
+- where the adapter asks (ActiveMQ, whose transport writes with Nagle's algorithm on), the socket sends TCP
+  ACKs at once while a caller waits for a receipt, instead of letting Linux delay them;
 - stomp.py's DEBUG log of the CONNECT frame would show the passcode (its redaction pattern misses
   ``passcode:secret``); :class:`_RedactConnectFrames` replaces that log line.
 """
