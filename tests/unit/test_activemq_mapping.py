@@ -8,7 +8,9 @@ from hypothesis import strategies as st
 
 from jmslike.adapters import activemq_map
 from jmslike.adapters.activemq import ActiveMQAdapter
+from jmslike.adapters.artemis import ArtemisAdapter
 from jmslike.adapters.dialect import ID_HEADER, TYPE_HEADER
+from jmslike.adapters.rabbitmq import RabbitMQAdapter
 from jmslike.body_codec import decode_body, encode_body
 from jmslike.config import ConfigurationError, parse_url
 from jmslike.constants import DeliveryMode
@@ -57,9 +59,6 @@ def test_speaks_stomp_11_because_unsubscribe_needs_it() -> None:
 def test_asks_for_quick_tcp_acks_because_the_broker_leaves_nagle_on() -> None:
     # ActiveMQ's TCP transport defaults to tcpNoDelay=false; the other adapters' brokers send with
     # TCP_NODELAY (RabbitMQ's default listener options, Artemis' Netty acceptor), so they do not ask.
-    from jmslike.adapters.artemis import ArtemisAdapter
-    from jmslike.adapters.rabbitmq import RabbitMQAdapter
-
     assert adapter.tcp_quick_ack is True
     assert RabbitMQAdapter().tcp_quick_ack is False
     assert ArtemisAdapter().tcp_quick_ack is False
