@@ -699,57 +699,57 @@ class Session:
             self._tasks.append(task)
         self._ensure_dispatcher()
 
-    def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending] | None:
-        """Under ``_cond``: a task, or a listener delivery when started; None when closed."""
+    def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending, Any] | None:
+        """Under ``_cond``: a task, or a listener delivery when started (marked current: a listener
+        closing its own consumer must find the session owing this message); None when closed."""
         while True:
             if self._closed and not self._tasks:
                 return None
             if self._tasks:
+                self._busy = True
                 return self._tasks.popleft()
             if self._connection.started and self._connection._failed is None and not self._stopping:
                 listening = [c for c in self._consumers if c._listener is not None and c._inbox]
                 if listening:
                     self._rr = (self._rr + 1) % len(listening)
                     consumer = listening[self._rr]
-                    return consumer, consumer._inbox.popleft()
+                    listener = consumer._listener  # read once: setMessageListener does not take _cond
+                    if listener is None:
+                        continue
+                    pending = consumer._inbox.popleft()
+                    self._busy = True
+                    self._current = (consumer, pending)
+                    self._recover_current = False
+                    return consumer, pending, listener
             self._cond.wait()
 
     def _dispatch_loop(self) -> None:
+        """One thread per session runs its listeners and completion callbacks, one at a time. Two passes
+        under ``_cond`` per delivery (take it, then settle it): each is paid on every message."""
         while True:
             with self._cond:
                 work = self._next_work()
                 if work is None:
                     return
-                self._busy = True
+            settled: list[MessageConsumer] = []
             try:
                 if callable(work):
                     work()
                 else:
-                    self._run_listener(*work)
+                    self._deliver_to_listener(*work)
             except Exception as exc:
                 self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
             finally:
                 with self._cond:
                     self._busy = False
                     self._current = None
+                    settled = self._settled_closed() if self._closing else []
                     self._cond.notify_all()
-
-    def _run_listener(self, consumer: MessageConsumer, pending: Pending) -> None:
-        listener = consumer._listener
-        if listener is None:  # removed meanwhile: give it back untouched, before any bookkeeping
-            with self._cond:
-                consumer._inbox.appendleft(pending)
-            return
-        with self._cond:
-            # Set before delivery: a listener closing its own consumer must find it owed this message.
-            self._current = (consumer, pending)
-            self._recover_current = False
-        try:
-            self._deliver_to_listener(consumer, pending, listener)
-        finally:
-            with self._cond:
-                self._current = None
-            self._release_closed()
+            for consumer in settled:  # closed by the listener, or while it ran
+                try:
+                    consumer.detach()
+                except Exception as exc:
+                    self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
 
     def _deliver_to_listener(self, consumer: MessageConsumer, pending: Pending, listener: Any) -> None:
         message = self._deliver(consumer, pending)
@@ -883,13 +883,16 @@ class Session:
     def _release_closed(self) -> None:
         """Detach closed consumers whose delivered messages are now settled (acked, recovered, rolled back)."""
         with self._cond:
-            current = self._current[0] if self._current is not None else None
-            settled = [
-                c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)
-            ]
-            self._closing = [c for c in self._closing if c not in settled]
+            settled = self._settled_closed()
         for consumer in settled:
             consumer.detach()
+
+    def _settled_closed(self) -> list[MessageConsumer]:
+        """Under ``_cond``: take the closed consumers that owe the broker nothing any more."""
+        current = self._current[0] if self._current is not None else None
+        settled = [c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)]
+        self._closing = [c for c in self._closing if c not in settled]
+        return settled
 
     def _remove_producer(self, producer: MessageProducer) -> None:
         if producer in self._producers:
