@@ -35,6 +35,7 @@ NONPERS = "publish NON_PERSISTENT, sync"
 AUTO = "consume backlog, AUTO_ACK"
 CLIENT = "consume backlog, CLIENT_ACK"
 FANOUT = "fan-out 1→10 durable (deliveries)"
+FANOUT_THREADED = "fan-out 1→10 durable (raw: listener thread)"
 P50 = "latency p50"
 P99 = "latency p99"
 RSS = "peak RSS draining backlog"
@@ -128,7 +129,13 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
                     lambda side, mode=mode: w.consume(bench, size, side, mode),  # type: ignore[misc]
                 )
         if "fanout" in only:
-            runner.measure(runner.row(FANOUT, size), r, lambda side: w.fanout(bench, size, side))
+            fan = runner.measure(runner.row(FANOUT, size), r, lambda side: w.fanout(bench, size, side))
+
+            def threaded(side: str, value: float = fan["jmslike"]) -> float:
+                return value if side == "jmslike" else w.fanout(bench, size, "raw", listener_thread=True)
+
+            note = "raw = listeners on a thread per connection, as a JMS session's"
+            runner.measure(runner.row(FANOUT_THREADED, size, note=note), r, threaded)
         if "latency" in only:
             p50 = runner.row(P50, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
             p99 = runner.row(P99, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")

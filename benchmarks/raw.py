@@ -41,7 +41,11 @@ class RawClient:
         client_id: str | None = None,
         heartbeat_ms: int = 10_000,
         on_message: Callable[[RawClient, Frame], None] | None = None,
+        listener_thread: bool = False,
     ) -> None:
+        """``listener_thread``: run ``on_message`` on a thread of its own, fed by a queue, instead of on
+        stomp.py's receiver thread: the shape of a JMS session, whose listener runs on the session's
+        thread (a control for the fan-out comparison, see docs/performance.md)."""
         self.kind = kind
         self.version = "1.1" if kind == "activemq" else "1.2"
         conn_class = stomp.Connection11 if self.version == "1.1" else stomp.Connection12
@@ -56,6 +60,10 @@ class RawClient:
         self.origin = f"raw-{uuid.uuid4().hex[:12]}"
         self.inbox: queue.SimpleQueue[Frame] = queue.SimpleQueue()
         self._on_message = on_message
+        self._handoff: queue.SimpleQueue[Frame | None] | None = None
+        if on_message is not None and listener_thread:
+            self._handoff = queue.SimpleQueue()
+            threading.Thread(target=self._run_listener, name="raw-listener", daemon=True).start()
         self._receipts: dict[str, Callable[[], None]] = {}
         self._lock = threading.Lock()
         self._receipt_ids = itertools.count(1)
@@ -168,9 +176,16 @@ class RawClient:
         if wait and not done.wait(30):
             raise TimeoutError("no receipt for ACK")
 
+    def _run_listener(self) -> None:
+        assert self._handoff is not None and self._on_message is not None
+        while (frame := self._handoff.get()) is not None:
+            self._on_message(self, frame)
+
     def close(self) -> None:
         with contextlib.suppress(Exception):  # best effort at the end of a measurement
             self.conn.disconnect()
+        if self._handoff is not None:
+            self._handoff.put(None)
 
 
 class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
@@ -183,7 +198,9 @@ class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
         self._client._resolve(frame.headers.get("receipt-id", ""))
 
     def on_message(self, frame: Frame) -> None:
-        if self._client._on_message is not None:
+        if self._client._handoff is not None:
+            self._client._handoff.put(frame)
+        elif self._client._on_message is not None:
             self._client._on_message(self._client, frame)
         else:
             self._client.inbox.put(frame)

@@ -286,10 +286,11 @@ class _Counter:
                 self.reached.set()
 
 
-def fanout(bench: Bench, size: int, side: str) -> float:
+def fanout(bench: Bench, size: int, side: str, listener_thread: bool = False) -> float:
     """One publisher (synchronous persistent sends for ``duration_s``) to a topic with ``subscribers``
     durable subscribers, each on its own connection with a listener that acknowledges (AUTO). Returns
-    deliveries/s, from the first send to the last delivery."""
+    deliveries/s, from the first send to the last delivery. ``listener_thread``: the raw side runs its
+    listeners on a thread per connection, as a JMS session does, instead of on stomp.py's reader."""
     topic = bench.name("fanout")
     body = payload(size)
     counter = _Counter()
@@ -302,7 +303,9 @@ def fanout(bench: Bench, size: int, side: str) -> float:
                 counter.add()
 
             for i in range(bench.subscribers):
-                client = bench.raw(client_id=f"{topic}-c{i}", on_message=on_message)
+                client = bench.raw(
+                    client_id=f"{topic}-c{i}", on_message=on_message, listener_thread=listener_thread
+                )
                 closers.append(client.close)
                 durable = f"{topic}.sub{i}" if bench.kind == "rabbitmq" else f"sub{i}"
                 client.subscribe(f"/topic/{topic}", f"raw-sub-{i}", durable_name=durable)
