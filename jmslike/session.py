@@ -731,7 +731,6 @@ class Session:
                 work = self._next_work()
                 if work is None:
                     return
-            settled: list[MessageConsumer] = []
             try:
                 if callable(work):
                     work()
@@ -741,15 +740,28 @@ class Session:
                 self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
             finally:
                 with self._cond:
-                    self._busy = False
                     self._current = None
                     settled = self._settled_closed() if self._closing else []
-                    self._cond.notify_all()
-            for consumer in settled:  # closed by the listener, or while it ran
+                    if not settled:
+                        self._busy = False
+                        self._cond.notify_all()
+                if settled:
+                    self._detach_settled(settled)
+
+    def _detach_settled(self, settled: list[MessageConsumer]) -> None:
+        """Detach consumers closed by (or during) the delivery that just ended, still marked busy: stop()
+        and close() return only after their subscriptions are released, and an unsubscribe that follows
+        must not find the broker's subscription still attached."""
+        try:
+            for consumer in settled:
                 try:
                     consumer.detach()
                 except Exception as exc:
                     self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
 
     def _deliver_to_listener(self, consumer: MessageConsumer, pending: Pending, listener: Any) -> None:
         message = self._deliver(consumer, pending)

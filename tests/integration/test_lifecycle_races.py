@@ -107,3 +107,30 @@ def test_closed_attached_subscriber_is_not_resubscribed_after_reconnect(
     back.acknowledge()
     again.close()
     session.unsubscribe("d1")
+
+
+def test_stop_returns_after_the_subscriber_a_listener_closed_is_released(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """A listener closes its own durable subscriber: the session's thread releases the subscription once
+    the listener returns, and stop() waits for that, so an unsubscribe right after stop() never meets a
+    subscription still attached. (A reviewer caught a version that marked the thread idle first.)"""
+    connection = connect(f"cid-{uuid.uuid4().hex[:8]}")
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    topic = session.createTopic(unique_name)
+    subscriber = session.createDurableSubscriber(topic, "d1")
+    closed = threading.Event()
+
+    def listener(message: Message) -> None:
+        subscriber.close()
+        closed.set()
+
+    subscriber.setMessageListener(listener)
+    publisher = connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
+    publisher.createProducer(publisher.createTopic(unique_name)).send(publisher.createTextMessage("one"))
+    assert closed.wait(10), "the listener did not run"
+    connection.stop()
+    assert subscriber.spec.sub_id not in connection._consumers, (
+        "stop() returned while the closed subscriber was still being released"
+    )
+    session.unsubscribe("d1")
