@@ -224,11 +224,10 @@ class MessageProducer:
         session.acquire_send_slot()
 
         def done(error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
-            session.release_send_slot()
             if error is None:
-                session.run_task(lambda: listener.onCompletion(message))
+                session.release_send_slot(lambda: listener.onCompletion(message))
             else:
-                session.run_task(lambda: listener.onException(message, error))
+                session.release_send_slot(lambda: listener.onException(message, error))
 
         try:
             wire.submit(frame, done)

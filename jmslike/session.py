@@ -697,7 +697,7 @@ class Session:
         """Run ``task`` on this session's dispatch thread (completion listeners)."""
         with self._cond:
             self._tasks.append(task)
-        self._ensure_dispatcher()
+            self._ensure_dispatcher()
 
     def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending, Any] | None:
         """Under ``_cond``: a task, or a listener delivery when started (marked current: a listener
@@ -807,9 +807,14 @@ class Session:
         with self._cond:
             self._in_flight += 1
 
-    def release_send_slot(self) -> None:
+    def release_send_slot(self, then: Callable[[], None] | None = None) -> None:
+        """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback) is queued
+        for the dispatch thread in the same pass under the lock: this runs once per send."""
         with self._cond:
             self._in_flight -= 1
+            if then is not None:
+                self._tasks.append(then)
+                self._ensure_dispatcher()
             self._cond.notify_all()
         self._window.release()
 

@@ -409,3 +409,33 @@ def test_async_send_completion_listener(connection: Connection, unique_name: str
     consumer = session.createConsumer(queue)
     texts = [consumer.receive(RECEIVE_MS).getText() for _ in range(300)]  # type: ignore[union-attr]
     assert texts == [str(i) for i in range(300)]
+
+
+def test_session_close_right_after_asynchronous_sends_runs_every_completion_callback(
+    connection: Connection, unique_name: str
+) -> None:
+    """close() waits for the receipts of sends in flight; their callbacks must still run after it,
+    never be dropped because the session's thread had already finished."""
+    import threading
+
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(unique_name))
+    total = 500
+    completed: list[object] = []
+    failed: list[Exception] = []
+    all_done = threading.Event()
+
+    class Listener:
+        def onCompletion(self, message: object) -> None:
+            completed.append(message)
+            if len(completed) == total:
+                all_done.set()
+
+        def onException(self, message: object, exception: Exception) -> None:
+            failed.append(exception)
+
+    for i in range(total):
+        producer.send(session.createTextMessage(str(i)), completionListener=Listener())
+    session.close()
+    assert all_done.wait(20), f"{len(completed)} of {total} completion callbacks ran, failures: {failed}"
+    assert not failed
