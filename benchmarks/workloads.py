@@ -264,16 +264,19 @@ def consume(bench: Bench, size: int, side: str, mode: int, count: int | None = N
 class _Counter:
     """Deliveries across subscriber threads, and an event when the expected total is reached."""
 
-    def __init__(self) -> None:
+    def __init__(self, probe: Callable[[int], None] | None = None) -> None:
         self.value = 0
         self.target: int | None = None
         self.lock = threading.Lock()
         self.reached = threading.Event()
         self.last = 0.0
+        self.probe = probe  # told each new count (benchmarks.threads samples per-thread CPU with it)
 
     def add(self) -> None:
         with self.lock:
             self.value += 1
+            if self.probe is not None:
+                self.probe(self.value)
             if self.target is not None and self.value >= self.target:
                 self.last = time.perf_counter()
                 self.reached.set()
@@ -286,14 +289,21 @@ class _Counter:
                 self.reached.set()
 
 
-def fanout(bench: Bench, size: int, side: str, listener_thread: bool = False) -> float:
+def fanout(
+    bench: Bench,
+    size: int,
+    side: str,
+    listener_thread: bool = False,
+    probe: Callable[[int], None] | None = None,
+) -> float:
     """One publisher (synchronous persistent sends for ``duration_s``) to a topic with ``subscribers``
     durable subscribers, each on its own connection with a listener that acknowledges (AUTO). Returns
     deliveries/s, from the first send to the last delivery. ``listener_thread``: the raw side runs its
-    listeners on a thread per connection, as a JMS session does, instead of on stomp.py's reader."""
+    listeners on a thread per connection, as a JMS session does, instead of on stomp.py's reader.
+    ``probe`` is told every delivery count."""
     topic = bench.name("fanout")
     body = payload(size)
-    counter = _Counter()
+    counter = _Counter(probe)
     closers: list[Callable[[], None]] = []
     try:
         if side == "raw":
