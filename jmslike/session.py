@@ -813,8 +813,7 @@ class Session:
         with self._cond:
             self._in_flight -= 1
             if then is not None:
-                self._tasks.append(then)
-                self._ensure_dispatcher()
+                self.run_task(then)  # inside this pass: the lock is re-entrant
             self._cond.notify_all()
         self._window.release()
 
