@@ -25,7 +25,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
-from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, Frame
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.exceptions import (
@@ -37,6 +36,7 @@ from jmslike.exceptions import (
 )
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
+from jmslike.session_mode import session_mode
 
 if TYPE_CHECKING:
     from jmslike.adapters.transport import StompWire
@@ -263,25 +263,17 @@ class Connection:
     def wait_started(self, timeout_s: float | None) -> bool:
         return self._started.wait(timeout_s)
 
-    def createSession(
-        self, transacted: bool = False, acknowledgeMode: int = AcknowledgeMode.AUTO_ACKNOWLEDGE
-    ) -> Session:
+    def createSession(self, *args: Any, **kwargs: Any) -> Session:
+        """JMS 2.0's three forms: ``createSession()`` (AUTO_ACKNOWLEDGE), ``createSession(sessionMode)`` and
+        ``createSession(transacted, acknowledgeMode)``; a ``transacted`` that is not a bool is refused
+        (see jmslike.session_mode: an int there would otherwise silently mean "transacted")."""
         from jmslike.session import Session
 
+        mode = session_mode(*args, **kwargs)
         with self._lock:
             self._check_open()
             self._lock_client_id()
-            if transacted:
-                acknowledgeMode = AcknowledgeMode.SESSION_TRANSACTED
-            elif (
-                acknowledgeMode not in AcknowledgeMode.ALL
-                or acknowledgeMode == AcknowledgeMode.SESSION_TRANSACTED
-            ):
-                raise JMSException(
-                    f"invalid acknowledge mode {acknowledgeMode!r} for a non-transacted session; use "
-                    "Session.AUTO_ACKNOWLEDGE, CLIENT_ACKNOWLEDGE, DUPS_OK_ACKNOWLEDGE or INDIVIDUAL_ACKNOWLEDGE"
-                )
-            session = Session(self, acknowledgeMode)
+            session = Session(self, mode)
             self._sessions.append(session)
             return session
 
