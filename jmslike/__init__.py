@@ -31,6 +31,7 @@ _map_source_checkout()
 from jmslike.connection import Connection, ConnectionFactory, ConnectionMetaData
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import MessageConsumer, QueueBrowser, TopicSubscriber
+from jmslike.context import JMSConsumer, JMSContext, JMSProducer
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import *  # noqa: F403
 from jmslike.exceptions import __all__ as _exception_names
@@ -48,6 +49,9 @@ __all__ = [
     "ConnectionMetaData",
     "DeliveryMode",
     "Destination",
+    "JMSConsumer",
+    "JMSContext",
+    "JMSProducer",
     "JsonSerializer",
     "MapMessage",
     "Message",

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
+from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, Frame
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.exceptions import (
@@ -36,11 +37,12 @@ from jmslike.exceptions import (
 )
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
-from jmslike.session_mode import session_mode
+from jmslike.session_mode import check_session_mode, session_mode
 
 if TYPE_CHECKING:
     from jmslike.adapters.transport import StompWire
     from jmslike.consumer import MessageConsumer
+    from jmslike.context import JMSContext
     from jmslike.session import Session
 
 log = logging.getLogger(__name__)
@@ -120,6 +122,19 @@ class ConnectionFactory:
                 connection.close()
                 raise
         return connection
+
+    def createContext(self, *args: Any, **kwargs: Any) -> JMSContext:
+        """JMS 2.0: ``createContext()``, ``createContext(sessionMode)``, ``createContext(userName, password)``
+        or ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection."""
+        from jmslike.context import JMSContext, SharedConnection
+
+        user, password, mode = _context_arguments(args, kwargs)
+        connection = self.createConnection(user, password)
+        try:
+            return JMSContext(SharedConnection(connection), mode)
+        except BaseException:
+            connection.close()
+            raise
 
     def __repr__(self) -> str:
         return f"ConnectionFactory({self._config.describe()!r})"
@@ -244,7 +259,7 @@ class Connection:
 
     def stop(self) -> None:
         """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4)."""
-        if any(threading.current_thread() is session._dispatcher for session in self._sessions):
+        if self.on_dispatch_thread():
             raise IllegalStateException(
                 "stop() may not be called from a message listener of this connection (it would wait for "
                 "itself); call it from another thread"
@@ -255,6 +270,10 @@ class Connection:
             self._started.clear()
         for session in list(self._sessions):
             session._wait_idle()
+
+    def on_dispatch_thread(self) -> bool:
+        """Whether the caller is the listener / callback thread of one of this connection's sessions."""
+        return any(session.on_dispatch_thread() for session in list(self._sessions))
 
     @property
     def started(self) -> bool:
@@ -505,6 +524,25 @@ class _Events:
     def on_lost(self, error: ConnectionLostException) -> None:
         if self._current():
             self._connection._on_lost(error)
+
+
+def _context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, str | None, int]:
+    """``createContext``'s forms, read: (userName, password, sessionMode)."""
+    unknown = set(kwargs) - {"userName", "password", "sessionMode"}
+    if unknown or len(args) > 3:
+        raise JMSException(
+            "createContext takes (), (sessionMode), (userName, password) or (userName, password, sessionMode)"
+        )
+    if len(args) == 1:
+        given = {"sessionMode": args[0]}
+    else:
+        given = dict(zip(("userName", "password", "sessionMode"), args, strict=False))
+    for name, value in kwargs.items():
+        if name in given:
+            raise JMSException(f"createContext() got {name} twice (by position and by keyword)")
+        given[name] = value
+    mode = check_session_mode(given.get("sessionMode", AcknowledgeMode.AUTO_ACKNOWLEDGE))
+    return given.get("userName"), given.get("password"), mode
 
 
 def _check_client_id(client_id: Any) -> None:

@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from jmslike import body_codec
 from jmslike.constants import DeliveryMode
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from jmslike.subscriptions import DurableDefinition
 
 MessageListener = Callable[[Message], None]
+T = TypeVar("T")
 
 # Properties the provider sets; they are never taken from the wire as user properties.
 _PROVIDER_PROPERTIES = frozenset({"JMSXDeliveryCount"})
@@ -71,6 +72,24 @@ class MessageConsumer:
         if self._listener is not None:
             raise IllegalStateException("receiveNoWait() is not allowed while a MessageListener is set")
         return self._session._receive(self, time.monotonic())
+
+    def receive_body(self, c: type[T], timeout_ms: int | None = None, *, no_wait: bool = False) -> T | None:
+        """JMS 2.0 ``JMSConsumer.receiveBody`` on this consumer: the next message's body as ``c`` (``None``
+        when the wait ends empty or the message has no body). A body that is not a ``c`` raises
+        MessageFormatException; in AUTO and DUPS_OK mode the message then stays for the next receive."""
+        self._check_open()
+        if self._listener is not None:
+            raise IllegalStateException("receiveBody() is not allowed while a MessageListener is set")
+        if not isinstance(c, type):
+            raise MessageFormatException(
+                f"receiveBody needs a plain class such as str, bytes or dict, got {c!r}"
+            )
+        if no_wait:
+            deadline: float | None = time.monotonic()
+        else:
+            deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
+        message = self._session._receive(self, deadline, body_type=c)
+        return None if message is None else message.getBody(c)
 
     def setMessageListener(self, listener: MessageListener | object | None) -> None:
         """Accepts a callable or an object with ``onMessage(message)`` (the Java shape)."""

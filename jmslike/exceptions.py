@@ -112,24 +112,151 @@ class JMSTimeoutException(JMSException, TimeoutError):
     """A wait for the broker (receipt, connect) ran past its deadline."""
 
 
+# -- JMS 2.0's unchecked exceptions, thrown by the simplified API (JMSContext, JMSProducer, JMSConsumer) --
+
+
+class JMSRuntimeException(RuntimeError):
+    """JMS 2.0 ``JMSRuntimeException``: what the simplified API raises instead of :class:`JMSException`.
+
+    As in Java it is a separate tree (Java's is unchecked, the JMS 1.1 one checked): ported code that
+    catches ``JMSRuntimeException`` around ``JMSContext`` calls keeps working, and code that catches
+    ``JMSException`` around JMS 1.1 calls does not silently start catching these. The checked exception
+    it wraps is its ``__cause__`` (``getCause()``), as JMS 2.0 specifies.
+    """
+
+    def __init__(
+        self, detailMessage: str, errorCode: str | None = None, cause: BaseException | None = None
+    ) -> None:
+        super().__init__(detailMessage)
+        self.reason = detailMessage
+        self.errorCode = errorCode
+        if cause is not None:
+            self.__cause__ = cause
+
+    def getErrorCode(self) -> str | None:
+        return self.errorCode
+
+    def getCause(self) -> BaseException | None:
+        return self.__cause__
+
+
+class IllegalStateRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`IllegalStateException`."""
+
+
+class InvalidClientIDRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`InvalidClientIDException`."""
+
+
+class InvalidDestinationRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`InvalidDestinationException`."""
+
+
+class InvalidSelectorRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`InvalidSelectorException`."""
+
+
+class JMSSecurityRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`JMSSecurityException`."""
+
+
+class MessageFormatRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`MessageFormatException` (also: a body that ``receiveBody`` cannot return as asked)."""
+
+
+class MessageNotWriteableRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`MessageNotWriteableException`."""
+
+
+class ResourceAllocationRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`ResourceAllocationException`."""
+
+
+class TransactionInProgressRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`TransactionInProgressException`."""
+
+
+class TransactionRolledBackRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`TransactionRolledBackException`."""
+
+
+class UnsupportedFeatureRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`UnsupportedFeatureException` (jmslike's): the broker cannot keep this promise."""
+
+    broker: str = ""
+    feature: str = ""
+
+
+class ConnectionLostRuntimeException(JMSRuntimeException):
+    """Unchecked :class:`ConnectionLostException` (jmslike's); ``retriable`` as there."""
+
+    retriable = True
+
+
+#: Checked class -> its unchecked counterpart; the most specific entry of a class's MRO wins.
+_RUNTIME_COUNTERPARTS: dict[type[JMSException], type[JMSRuntimeException]] = {
+    IllegalStateException: IllegalStateRuntimeException,
+    InvalidClientIDException: InvalidClientIDRuntimeException,
+    InvalidDestinationException: InvalidDestinationRuntimeException,
+    InvalidSelectorException: InvalidSelectorRuntimeException,
+    JMSSecurityException: JMSSecurityRuntimeException,
+    MessageFormatException: MessageFormatRuntimeException,
+    MessageNotWriteableException: MessageNotWriteableRuntimeException,
+    ResourceAllocationException: ResourceAllocationRuntimeException,
+    TransactionInProgressException: TransactionInProgressRuntimeException,
+    TransactionRolledBackException: TransactionRolledBackRuntimeException,
+    UnsupportedFeatureException: UnsupportedFeatureRuntimeException,
+    ConnectionLostException: ConnectionLostRuntimeException,
+}
+
+
+def runtime_exception(exc: JMSException) -> JMSRuntimeException:
+    """The unchecked exception the simplified API raises for ``exc``, with ``exc`` as its cause."""
+    kind: type[JMSRuntimeException] = JMSRuntimeException
+    for cls in type(exc).__mro__:
+        counterpart = _RUNTIME_COUNTERPARTS.get(cls)
+        if counterpart is not None:
+            kind = counterpart
+            break
+    wrapped = kind(str(exc), exc.errorCode, exc)
+    if isinstance(exc, UnsupportedFeatureException) and isinstance(
+        wrapped, UnsupportedFeatureRuntimeException
+    ):
+        wrapped.broker, wrapped.feature = exc.broker, exc.feature
+    return wrapped
+
+
 __all__ = [
     "ConnectionLostException",
+    "ConnectionLostRuntimeException",
     "IllegalStateException",
+    "IllegalStateRuntimeException",
     "InvalidClientIDException",
+    "InvalidClientIDRuntimeException",
     "InvalidDestinationException",
+    "InvalidDestinationRuntimeException",
     "InvalidSelectorException",
+    "InvalidSelectorRuntimeException",
     "JMSException",
+    "JMSRuntimeException",
     "JMSSecurityException",
+    "JMSSecurityRuntimeException",
     "JMSTimeoutException",
     "MessageEOFException",
     "MessageFormatException",
+    "MessageFormatRuntimeException",
     "MessageNotReadableException",
     "MessageNotWriteableException",
+    "MessageNotWriteableRuntimeException",
     "NoRetainedMessageException",
     "NumberFormatException",
     "ResourceAllocationException",
+    "ResourceAllocationRuntimeException",
     "TransactionInProgressException",
+    "TransactionInProgressRuntimeException",
     "TransactionRolledBackException",
+    "TransactionRolledBackRuntimeException",
     "UnsupportedFeatureException",
+    "UnsupportedFeatureRuntimeException",
     "UnsupportedOperationException",
 ]

@@ -58,7 +58,7 @@ class MessageProducer:
 
     def setDeliveryMode(self, deliveryMode: int) -> None:
         self._check_open()
-        self._delivery_mode = _check_mode(deliveryMode)
+        self._delivery_mode = check_delivery_mode(deliveryMode)
 
     def getDeliveryMode(self) -> int:
         self._check_open()
@@ -66,7 +66,7 @@ class MessageProducer:
 
     def setPriority(self, priority: int) -> None:
         self._check_open()
-        self._priority = _check_priority(priority)
+        self._priority = check_priority(priority)
 
     def getPriority(self) -> int:
         self._check_open()
@@ -74,7 +74,7 @@ class MessageProducer:
 
     def setTimeToLive(self, timeToLive: int) -> None:
         self._check_open()
-        self._time_to_live = _check_ttl(timeToLive)
+        self._time_to_live = check_time_to_live(timeToLive)
 
     def getTimeToLive(self) -> int:
         self._check_open()
@@ -149,9 +149,9 @@ class MessageProducer:
         self._send(
             destination,
             message,
-            _check_mode(mode),
-            _check_priority(priority),
-            _check_ttl(ttl),
+            check_delivery_mode(mode),
+            check_priority(priority),
+            check_time_to_live(ttl),
             completionListener,
             retain,
         )
@@ -236,7 +236,7 @@ class MessageProducer:
             raise
 
 
-def _check_mode(mode: Any) -> int:
+def check_delivery_mode(mode: Any) -> int:
     if mode not in (DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT) or isinstance(mode, bool):
         raise JMSException(
             f"delivery mode must be DeliveryMode.PERSISTENT (2) or DeliveryMode.NON_PERSISTENT (1), got {mode!r}"
@@ -244,13 +244,13 @@ def _check_mode(mode: Any) -> int:
     return int(mode)
 
 
-def _check_priority(priority: Any) -> int:
+def check_priority(priority: Any) -> int:
     if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 9:
         raise JMSException(f"priority must be an integer 0-9, got {priority!r}")
     return priority
 
 
-def _check_ttl(ttl: Any) -> int:
+def check_time_to_live(ttl: Any) -> int:
     if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
         raise JMSException(f"time to live must be an integer number of milliseconds >= 0, got {ttl!r}")
     return ttl

@@ -37,6 +37,7 @@ from jmslike.exceptions import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
+    MessageFormatException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
 )
@@ -276,6 +277,34 @@ class Session:
             on_request_only=bool(onRequestOnly),
         )
 
+    def createDurableConsumer(
+        self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
+    ) -> TopicSubscriber:
+        """JMS 2.0's name for ``createDurableSubscriber`` (an unshared durable subscription)."""
+        return self.createDurableSubscriber(topic, name, messageSelector, noLocal)
+
+    def createSharedConsumer(
+        self, topic: Topic, sharedSubscriptionName: str, messageSelector: str | None = None
+    ) -> MessageConsumer:
+        """JMS 2.0 shared non-durable subscription: refused until jmslike maps it onto a broker."""
+        self._check_open()
+        raise self._shared_subscriptions_refused()
+
+    def createSharedDurableConsumer(
+        self, topic: Topic, name: str, messageSelector: str | None = None
+    ) -> MessageConsumer:
+        """JMS 2.0 shared durable subscription: refused until jmslike maps it onto a broker."""
+        self._check_open()
+        raise self._shared_subscriptions_refused()
+
+    def _shared_subscriptions_refused(self) -> UnsupportedFeatureException:
+        return UnsupportedFeatureException(
+            self._connection.adapter.display_name,
+            "shared subscriptions (JMS 2.0 createSharedConsumer / createSharedDurableConsumer)",
+            "jmslike does not map them onto any broker yet, and refuses rather than give each consumer "
+            "every message; meanwhile a queue gives competing consumers",
+        )
+
     def resumeDurableSubscriber(self, name: str) -> TopicSubscriber:
         """Attach to this client ID's existing durable subscription ``name`` without restating its topic or
         selector; an unknown name is ``InvalidDestinationException``."""
@@ -429,7 +458,13 @@ class Session:
                     return None
                 self._cond.wait(remaining)
 
-    def _receive(self, consumer: MessageConsumer, deadline: float | None) -> Message | None:
+    def _receive(
+        self, consumer: MessageConsumer, deadline: float | None, body_type: type[Any] | None = None
+    ) -> Message | None:
+        """The next message of ``consumer``. With ``body_type`` (JMS 2.0 ``receiveBody``) a message whose
+        body cannot be returned as that type raises MessageFormatException; in AUTO and DUPS_OK mode it is
+        left in place as if the call had not happened, in the other modes it counts as delivered."""
+        auto = self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
         while True:
             pending = self._take(consumer, deadline)
             if pending is None:
@@ -437,9 +472,30 @@ class Session:
             message = self._deliver(consumer, pending)
             if message is None:
                 continue
-            if self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE):
+            if body_type is not None and not message.isBodyAssignableTo(body_type):
+                if auto:
+                    with self._cond:
+                        consumer._inbox.appendleft(pending)
+                        self._cond.notify_all()
+                raise MessageFormatException(
+                    f"the body of {type(message).__name__} {message.getJMSMessageID()} cannot be returned as "
+                    f"{getattr(body_type, '__name__', body_type)}; "
+                    + (
+                        "it stays in place for the next receive"
+                        if auto
+                        else "it counts as delivered (acknowledge, commit or recover decide its fate)"
+                    )
+                )
+            if auto:
                 self._ack_now(pending)
             return message
+
+    def acknowledge_delivered(self) -> None:
+        """Acknowledge everything this session delivered so far (JMSContext.acknowledge()). JMS gives it a
+        meaning in CLIENT_ACKNOWLEDGE mode only; in the other modes it does nothing, as JMS says."""
+        self._check_open()
+        if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
+            self._acknowledge_all(self._epoch)
 
     def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
         """Turn a pending delivery into a Message, or drop it (expired / filtered) with an ack."""
@@ -789,6 +845,11 @@ class Session:
                 self._redeliver_locally([(consumer, pending)])
             else:
                 self._ack_now(pending)
+
+    def on_dispatch_thread(self) -> bool:
+        """Whether the caller is this session's listener / completion-callback thread (which must not wait
+        for itself: close and stop refuse there)."""
+        return self._dispatcher is not None and threading.current_thread() is self._dispatcher
 
     def _wait_idle(self) -> None:
         """Block until no listener runs (Connection.stop, Session.close)."""

@@ -32,7 +32,9 @@ from jmslike.session_mode import check_session_mode, mode_name, session_mode
         ((False,), {"acknowledgeMode": Session.DUPS_OK_ACKNOWLEDGE}, Session.DUPS_OK_ACKNOWLEDGE),
     ],
 )
-def test_each_form_gives_the_mode_jms_defines(args: tuple[Any, ...], kwargs: dict[str, Any], expected: int) -> None:
+def test_each_form_gives_the_mode_jms_defines(
+    args: tuple[Any, ...], kwargs: dict[str, Any], expected: int
+) -> None:
     assert session_mode(*args, **kwargs) == expected
 
 
@@ -61,7 +63,9 @@ def test_the_jms2_client_acknowledge_idiom_is_not_transacted() -> None:
         ((), {"ackMode": 1}, "unexpected keyword(s) ackMode"),
     ],
 )
-def test_bad_arguments_are_a_clear_jms_exception(args: tuple[Any, ...], kwargs: dict[str, Any], says: str) -> None:
+def test_bad_arguments_are_a_clear_jms_exception(
+    args: tuple[Any, ...], kwargs: dict[str, Any], says: str
+) -> None:
     with pytest.raises(JMSException, match=None) as raised:
         session_mode(*args, **kwargs)
     assert says in str(raised.value)

@@ -1,0 +1,602 @@
+"""JMS 2.0's simplified API: JMSContext, JMSProducer, JMSConsumer, on top of Connection and Session.
+
+A JMSContext is a connection and one session in one object, created by ``ConnectionFactory.createContext``.
+It holds no JMS rule of its own: each call goes to the Connection, Session, MessageProducer or
+MessageConsumer that owns the rule, so a JMSContext behaves exactly like the JMS 1.1 objects on every
+broker. What it adds is JMS 2.0's shape:
+
+- errors are unchecked: every :class:`JMSException` leaves as its :class:`JMSRuntimeException` counterpart,
+  with the checked one as its cause (``jmslike.exceptions.runtime_exception``);
+- the session is created on first use, so ``setClientID`` still works right after ``createContext``;
+- ``createContext(sessionMode)`` makes a sibling context on the same connection; the connection closes
+  when the last context sharing it closes;
+- with ``autoStart`` (the default) creating a consumer starts the connection;
+- ``close()`` from one of the context's own listeners or completion callbacks is refused
+  (IllegalStateRuntimeException), because it would wait for itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+
+from jmslike.constants import DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, AcknowledgeMode, DeliveryMode
+from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.exceptions import (
+    IllegalStateException,
+    IllegalStateRuntimeException,
+    InvalidDestinationException,
+    JMSException,
+    runtime_exception,
+)
+from jmslike.messages import BytesMessage, MapMessage, Message, ObjectMessage, StreamMessage, TextMessage
+from jmslike.producer import check_delivery_mode, check_priority, check_time_to_live
+from jmslike.session_mode import check_session_mode
+
+if TYPE_CHECKING:
+    from jmslike.connection import Connection, ConnectionMetaData, ExceptionListener
+    from jmslike.consumer import MessageConsumer, QueueBrowser
+    from jmslike.producer import CompletionListener, MessageProducer
+    from jmslike.session import Session
+
+P = ParamSpec("P")
+R = TypeVar("R")
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+def unchecked(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Raise a method's JMSException as its JMS 2.0 JMSRuntimeException counterpart (cause linked)."""
+
+    @functools.wraps(method)
+    def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(self, *args, **kwargs)
+        except JMSException as exc:
+            raise runtime_exception(exc) from exc
+
+    return call
+
+
+class SharedConnection:
+    """The connection under one or more JMSContexts; closed when the last of them closes."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self._lock = threading.Lock()
+        self._users = 0
+
+    def join(self) -> None:
+        with self._lock:
+            if self._users == 0 and self.connection.closed:
+                raise IllegalStateException("the connection of this JMSContext is closed")
+            self._users += 1
+
+    def is_last(self) -> bool:
+        with self._lock:
+            return self._users == 1
+
+    def leave(self) -> bool:
+        """One context is done with the connection; True when it was the last one."""
+        with self._lock:
+            self._users -= 1
+            return self._users == 0
+
+
+class JMSContext:
+    """``javax.jms.JMSContext``: a connection and a session; see the module docstring for its rules."""
+
+    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
+    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
+    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
+    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
+    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE
+
+    def __init__(self, shared: SharedConnection, sessionMode: int) -> None:
+        """Made by ``ConnectionFactory.createContext`` or ``JMSContext.createContext``, not directly."""
+        self._mode = check_session_mode(sessionMode)
+        shared.join()
+        self._shared = shared
+        self._connection = shared.connection
+        self._session: Session | None = None
+        self._producer: MessageProducer | None = None
+        self._auto_start = True
+        self._closed = False
+
+    # -- the session behind the context -------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the JMSContext is closed")
+
+    def _open_session(self) -> Session:
+        """The context's session, created on first use (so setClientID can still come first)."""
+        self._check_open()
+        if self._session is None:
+            self._session = self._connection.createSession(self._mode)
+        return self._session
+
+    def _message_producer(self) -> MessageProducer:
+        """One anonymous producer per context carries every JMSProducer's sends (as in Qpid JMS)."""
+        if self._producer is None:
+            self._producer = self._open_session().createProducer(None)
+        return self._producer
+
+    def _consumer(self, consumer: MessageConsumer) -> JMSConsumer:
+        if self._auto_start:
+            self._connection.start()
+        return JMSConsumer(consumer)
+
+    # -- connection-level calls -----------------------------------------------------------------------
+
+    @unchecked
+    def createContext(self, sessionMode: int) -> JMSContext:
+        """A new context with its own session on this context's connection (JMS 2.0)."""
+        self._check_open()
+        return JMSContext(self._shared, check_session_mode(sessionMode))
+
+    @unchecked
+    def getClientID(self) -> str | None:
+        self._check_open()
+        return self._connection.getClientID()
+
+    @unchecked
+    def setClientID(self, clientID: str) -> None:
+        self._check_open()
+        self._connection.setClientID(clientID)
+
+    @unchecked
+    def getMetaData(self) -> ConnectionMetaData:
+        self._check_open()
+        return self._connection.getMetaData()
+
+    @unchecked
+    def getExceptionListener(self) -> ExceptionListener | None:
+        self._check_open()
+        return self._connection.getExceptionListener()
+
+    @unchecked
+    def setExceptionListener(self, listener: ExceptionListener | None) -> None:
+        self._check_open()
+        self._connection.setExceptionListener(listener)
+
+    @unchecked
+    def start(self) -> None:
+        self._check_open()
+        self._connection.start()
+
+    @unchecked
+    def stop(self) -> None:
+        self._check_open()
+        self._connection.stop()
+
+    def setAutoStart(self, autoStart: bool) -> None:
+        self._check_open_unchecked()
+        self._auto_start = bool(autoStart)
+
+    def getAutoStart(self) -> bool:
+        self._check_open_unchecked()
+        return self._auto_start
+
+    def _check_open_unchecked(self) -> None:
+        if self._closed:
+            raise IllegalStateRuntimeException("the JMSContext is closed")
+
+    @unchecked
+    def close(self) -> None:
+        """Close the session (rolling back an open transaction); the connection too when this was the last
+        context on it. Idempotent. Refused from the context's own listener or completion callback."""
+        if self._closed:
+            return
+        session = self._session
+        if session is not None and session.on_dispatch_thread():
+            raise IllegalStateException(
+                "a JMSContext cannot be closed from its own MessageListener or CompletionListener (it would "
+                "wait for that callback to return); close it from another thread"
+            )
+        if self._shared.is_last() and self._connection.on_dispatch_thread():
+            raise IllegalStateException(
+                "the last JMSContext of a connection cannot be closed from a listener of that connection "
+                "(closing the connection waits for its listeners); close it from another thread"
+            )
+        self._closed = True
+        if session is not None:
+            session.close()
+        if self._shared.leave():
+            self._connection.close()
+
+    def __enter__(self) -> JMSContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return f"<JMSContext mode={self._mode} {state} on {self._connection!r}>"
+
+    # -- session-level calls --------------------------------------------------------------------------
+
+    def getSessionMode(self) -> int:
+        self._check_open_unchecked()
+        return self._mode
+
+    def getTransacted(self) -> bool:
+        self._check_open_unchecked()
+        return self._mode == AcknowledgeMode.SESSION_TRANSACTED
+
+    @unchecked
+    def commit(self) -> None:
+        self._open_session().commit()
+
+    @unchecked
+    def rollback(self) -> None:
+        self._open_session().rollback()
+
+    @unchecked
+    def recover(self) -> None:
+        self._open_session().recover()
+
+    @unchecked
+    def acknowledge(self) -> None:
+        """Acknowledge every message this context consumed so far (CLIENT_ACKNOWLEDGE; no effect otherwise)."""
+        self._open_session().acknowledge_delivered()
+
+    @unchecked
+    def createQueue(self, queueName: str) -> Queue:
+        return self._open_session().createQueue(queueName)
+
+    @unchecked
+    def createTopic(self, topicName: str) -> Topic:
+        return self._open_session().createTopic(topicName)
+
+    @unchecked
+    def createTemporaryQueue(self) -> TemporaryQueue:
+        return self._open_session().createTemporaryQueue()
+
+    @unchecked
+    def createTemporaryTopic(self) -> TemporaryTopic:
+        return self._open_session().createTemporaryTopic()
+
+    @unchecked
+    def createMessage(self) -> Message:
+        return self._open_session().createMessage()
+
+    @unchecked
+    def createTextMessage(self, text: str | None = None) -> TextMessage:
+        return self._open_session().createTextMessage(text)
+
+    @unchecked
+    def createBytesMessage(self) -> BytesMessage:
+        return self._open_session().createBytesMessage()
+
+    @unchecked
+    def createMapMessage(self) -> MapMessage:
+        return self._open_session().createMapMessage()
+
+    @unchecked
+    def createStreamMessage(self) -> StreamMessage:
+        return self._open_session().createStreamMessage()
+
+    @unchecked
+    def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
+        return self._open_session().createObjectMessage(obj, serializer)
+
+    @unchecked
+    def createProducer(self) -> JMSProducer:
+        self._open_session()
+        return JMSProducer(self)
+
+    @unchecked
+    def createConsumer(
+        self, destination: Destination, messageSelector: str | None = None, noLocal: bool = False
+    ) -> JMSConsumer:
+        return self._consumer(self._open_session().createConsumer(destination, messageSelector, noLocal))
+
+    @unchecked
+    def createDurableConsumer(
+        self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
+    ) -> JMSConsumer:
+        return self._consumer(
+            self._open_session().createDurableConsumer(topic, name, messageSelector, noLocal)
+        )
+
+    @unchecked
+    def createSharedConsumer(
+        self, topic: Topic, sharedSubscriptionName: str, messageSelector: str | None = None
+    ) -> JMSConsumer:
+        session = self._open_session()
+        return self._consumer(session.createSharedConsumer(topic, sharedSubscriptionName, messageSelector))
+
+    @unchecked
+    def createSharedDurableConsumer(
+        self, topic: Topic, name: str, messageSelector: str | None = None
+    ) -> JMSConsumer:
+        return self._consumer(self._open_session().createSharedDurableConsumer(topic, name, messageSelector))
+
+    @unchecked
+    def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
+        return self._open_session().createBrowser(queue, messageSelector)
+
+    @unchecked
+    def unsubscribe(self, name: str) -> None:
+        self._open_session().unsubscribe(name)
+
+    # -- for JMSProducer ------------------------------------------------------------------------------
+
+    def send_with(
+        self,
+        destination: Destination,
+        message: Message,
+        settings: tuple[int, int, int],
+        listener: CompletionListener | None,
+        disable: tuple[bool, bool],
+    ) -> None:
+        """Send through the context's anonymous producer with one JMSProducer's settings."""
+        producer = self._message_producer()
+        producer.setDisableMessageID(disable[0])
+        producer.setDisableMessageTimestamp(disable[1])
+        producer.send(destination, message, *settings, completionListener=listener)
+
+
+class JMSProducer:
+    """``javax.jms.JMSProducer``: fluent settings, then ``send(destination, body)``.
+
+    The body may be a Message, or what JMS 2.0 turns into one: ``str`` (or None) -> TextMessage, ``bytes``
+    -> BytesMessage, a ``Mapping`` -> MapMessage, anything else -> ObjectMessage (serialised by the
+    connection's default serializer). Properties and JMSCorrelationID / JMSType / JMSReplyTo set here are
+    put on every message sent, overriding the message's own, as JMS 2.0 says.
+    """
+
+    def __init__(self, context: JMSContext) -> None:
+        self._context = context
+        self._delivery_mode = DeliveryMode.PERSISTENT
+        self._priority = DEFAULT_PRIORITY
+        self._time_to_live = DEFAULT_TIME_TO_LIVE
+        self._async: CompletionListener | None = None
+        self._disable_id = False
+        self._disable_timestamp = False
+        self._properties = Message()  # the property store: same names, types and conversions as a message
+        self._correlation_id: str | None = None
+        self._correlation_id_set = False
+        self._jms_type: str | None = None
+        self._jms_type_set = False
+        self._reply_to: Destination | None = None
+        self._reply_to_set = False
+
+    # -- send ------------------------------------------------------------------------------------------
+
+    @unchecked
+    def send(self, destination: Destination, body: object) -> JMSProducer:
+        """Send ``body`` (a Message, str, bytes, Mapping or serialisable object) to ``destination``."""
+        if not isinstance(destination, Destination):
+            raise InvalidDestinationException(
+                f"send() needs a Queue or Topic (context.createQueue/createTopic), got {destination!r}"
+            )
+        message = self._as_message(body)
+        for name, typed in self._properties._typed_properties().items():
+            message.setObjectProperty(name, typed)
+        if self._correlation_id_set:
+            message.setJMSCorrelationID(self._correlation_id)
+        if self._jms_type_set:
+            message.setJMSType(self._jms_type)
+        if self._reply_to_set:
+            message.setJMSReplyTo(self._reply_to)
+        self._context.send_with(
+            destination,
+            message,
+            (self._delivery_mode, self._priority, self._time_to_live),
+            self._async,
+            (self._disable_id, self._disable_timestamp),
+        )
+        return self
+
+    def _as_message(self, body: object) -> Message:
+        context = self._context
+        if isinstance(body, Message):
+            return body
+        if body is None or isinstance(body, str):
+            return context.createTextMessage(body)
+        if isinstance(body, bytes | bytearray | memoryview):
+            message = context.createBytesMessage()
+            message.writeBytes(bytes(body))
+            return message
+        if isinstance(body, Mapping):
+            message_map = context.createMapMessage()
+            for key, value in body.items():
+                message_map.setObject(key, value)
+            return message_map
+        return context.createObjectMessage(body)
+
+    # -- settings (fluent, as in Java) -----------------------------------------------------------------
+
+    @unchecked
+    def setDeliveryMode(self, deliveryMode: int) -> JMSProducer:
+        self._delivery_mode = check_delivery_mode(deliveryMode)
+        return self
+
+    def getDeliveryMode(self) -> int:
+        return self._delivery_mode
+
+    @unchecked
+    def setPriority(self, priority: int) -> JMSProducer:
+        self._priority = check_priority(priority)
+        return self
+
+    def getPriority(self) -> int:
+        return self._priority
+
+    @unchecked
+    def setTimeToLive(self, timeToLive: int) -> JMSProducer:
+        self._time_to_live = check_time_to_live(timeToLive)
+        return self
+
+    def getTimeToLive(self) -> int:
+        return self._time_to_live
+
+    def setAsync(self, completionListener: CompletionListener | None) -> JMSProducer:
+        """Sends return at once; the listener's onCompletion/onException run on the context's session
+        thread (None: sends wait for the broker again)."""
+        self._async = completionListener
+        return self
+
+    def getAsync(self) -> CompletionListener | None:
+        return self._async
+
+    def setDisableMessageID(self, value: bool) -> JMSProducer:
+        self._disable_id = bool(value)
+        return self
+
+    def getDisableMessageID(self) -> bool:
+        return self._disable_id
+
+    def setDisableMessageTimestamp(self, value: bool) -> JMSProducer:
+        self._disable_timestamp = bool(value)
+        return self
+
+    def getDisableMessageTimestamp(self) -> bool:
+        return self._disable_timestamp
+
+    @unchecked
+    def setJMSCorrelationID(self, correlationID: str | None) -> JMSProducer:
+        Message().setJMSCorrelationID(correlationID)  # the message's own check, before anything is kept
+        self._correlation_id, self._correlation_id_set = correlationID, True
+        return self
+
+    def getJMSCorrelationID(self) -> str | None:
+        return self._correlation_id
+
+    @unchecked
+    def setJMSType(self, type: str | None) -> JMSProducer:
+        Message().setJMSType(type)
+        self._jms_type, self._jms_type_set = type, True
+        return self
+
+    def getJMSType(self) -> str | None:
+        return self._jms_type
+
+    @unchecked
+    def setJMSReplyTo(self, replyTo: Destination | None) -> JMSProducer:
+        Message().setJMSReplyTo(replyTo)
+        self._reply_to, self._reply_to_set = replyTo, True
+        return self
+
+    def getJMSReplyTo(self) -> Destination | None:
+        return self._reply_to
+
+    # -- properties --------------------------------------------------------------------------------------
+
+    @unchecked
+    def setProperty(self, name: str, value: object) -> JMSProducer:
+        """Java's overloads in one: bool -> boolean, int -> int (long beyond 32 bits), float -> double,
+        str -> String; a ``jmslike.properties.TypedValue`` picks the JMS type explicitly."""
+        self._properties.setObjectProperty(name, value)
+        return self
+
+    def clearProperties(self) -> JMSProducer:
+        self._properties.clearProperties()
+        return self
+
+    def propertyExists(self, name: str) -> bool:
+        return self._properties.propertyExists(name)
+
+    def getPropertyNames(self) -> set[str]:
+        return set(self._properties.getPropertyNames())
+
+    @unchecked
+    def getBooleanProperty(self, name: str) -> bool:
+        return self._properties.getBooleanProperty(name)
+
+    @unchecked
+    def getByteProperty(self, name: str) -> int:
+        return self._properties.getByteProperty(name)
+
+    @unchecked
+    def getShortProperty(self, name: str) -> int:
+        return self._properties.getShortProperty(name)
+
+    @unchecked
+    def getIntProperty(self, name: str) -> int:
+        return self._properties.getIntProperty(name)
+
+    @unchecked
+    def getLongProperty(self, name: str) -> int:
+        return self._properties.getLongProperty(name)
+
+    @unchecked
+    def getFloatProperty(self, name: str) -> float:
+        return self._properties.getFloatProperty(name)
+
+    @unchecked
+    def getDoubleProperty(self, name: str) -> float:
+        return self._properties.getDoubleProperty(name)
+
+    @unchecked
+    def getStringProperty(self, name: str) -> str | None:
+        return self._properties.getStringProperty(name)
+
+    @unchecked
+    def getObjectProperty(self, name: str) -> object:
+        return self._properties.getObjectProperty(name)
+
+
+class JMSConsumer:
+    """``javax.jms.JMSConsumer``: ``receive``, ``receiveBody``, listeners; iterable as an extra."""
+
+    def __init__(self, consumer: MessageConsumer) -> None:
+        self._consumer = consumer
+
+    @unchecked
+    def getMessageSelector(self) -> str | None:
+        return self._consumer.getMessageSelector()
+
+    @unchecked
+    def receive(self, timeout: int | None = None) -> Message | None:
+        """Wait for the next message; ``None``/0 waits until one comes or the consumer closes."""
+        return self._consumer.receive(timeout)
+
+    @unchecked
+    def receiveNoWait(self) -> Message | None:
+        return self._consumer.receiveNoWait()
+
+    @unchecked
+    def receiveBody(self, c: type[T], timeout: int | None = None) -> T | None:
+        """The next message's body as ``c`` (str, bytes, dict, or an ObjectMessage's class): a body that
+        is not one raises MessageFormatRuntimeException, and in AUTO/DUPS_OK mode the message stays for
+        the next receive (JMS 2.0)."""
+        return self._consumer.receive_body(c, timeout)
+
+    @unchecked
+    def receiveBodyNoWait(self, c: type[T]) -> T | None:
+        return self._consumer.receive_body(c, no_wait=True)
+
+    @unchecked
+    def setMessageListener(self, listener: Callable[[Message], None] | object | None) -> None:
+        self._consumer.setMessageListener(listener)
+
+    @unchecked
+    def getMessageListener(self) -> Callable[[Message], None] | None:
+        return self._consumer.getMessageListener()
+
+    @unchecked
+    def close(self) -> None:
+        self._consumer.close()
+
+    def __iter__(self) -> Iterator[Message]:
+        """Pythonic extra: iterate until the consumer is closed."""
+        while True:
+            message = self.receive()
+            if message is None:
+                return
+            yield message
+
+    def __enter__(self) -> JMSConsumer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<JMSConsumer of {self._consumer!r}>"
