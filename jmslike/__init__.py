@@ -33,6 +33,19 @@ from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import MessageConsumer, QueueBrowser, TopicSubscriber
 from jmslike.context import JMSConsumer, JMSContext, JMSProducer
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.domains import (
+    QueueConnection,
+    QueueConnectionFactory,
+    QueueReceiver,
+    QueueRequestor,
+    QueueSender,
+    QueueSession,
+    TopicConnection,
+    TopicConnectionFactory,
+    TopicPublisher,
+    TopicRequestor,
+    TopicSession,
+)
 from jmslike.exceptions import *  # noqa: F403
 from jmslike.exceptions import __all__ as _exception_names
 from jmslike.messages import BytesMessage, MapMessage, Message, ObjectMessage, StreamMessage, TextMessage
@@ -61,6 +74,12 @@ __all__ = [
     "ObjectSerializer",
     "Queue",
     "QueueBrowser",
+    "QueueConnection",
+    "QueueConnectionFactory",
+    "QueueReceiver",
+    "QueueRequestor",
+    "QueueSender",
+    "QueueSession",
     "SerializerRegistry",
     "Session",
     "StreamMessage",
@@ -68,6 +87,11 @@ __all__ = [
     "TemporaryTopic",
     "TextMessage",
     "Topic",
+    "TopicConnection",
+    "TopicConnectionFactory",
+    "TopicPublisher",
+    "TopicRequestor",
+    "TopicSession",
     "TopicSubscriber",
     *_exception_names,
 ]

@@ -28,6 +28,7 @@ from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, Frame
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.domain_methods import ConnectionDomainMethods
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -140,7 +141,7 @@ class ConnectionFactory:
         return f"ConnectionFactory({self._config.describe()!r})"
 
 
-class Connection:
+class Connection(ConnectionDomainMethods):
     """``javax.jms.Connection`` over one STOMP connection (plus a supervisor when reconnecting)."""
 
     _ids = itertools.count(1)

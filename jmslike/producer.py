@@ -17,6 +17,7 @@ from jmslike import body_codec
 from jmslike.constants import DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, DeliveryMode
 from jmslike.contract import OutgoingMessage
 from jmslike.destinations import Destination
+from jmslike.domain_methods import ProducerDomainMethods
 from jmslike.exceptions import (
     IllegalStateException,
     InvalidDestinationException,
@@ -41,7 +42,7 @@ class CompletionListener(Protocol):
 _UNSET: Any = object()
 
 
-class MessageProducer:
+class MessageProducer(ProducerDomainMethods):
     """``javax.jms.MessageProducer``; created by ``Session.createProducer(destination or None)``."""
 
     def __init__(self, session: Session, destination: Destination | None) -> None:

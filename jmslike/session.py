@@ -32,6 +32,7 @@ from jmslike import topics
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Frame, IncomingMessage, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, check_name
+from jmslike.domain_methods import SessionDomainMethods
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -83,7 +84,7 @@ class Pending:
         return Pending(self.incoming, self.local_redeliveries + 1, self.epoch)
 
 
-class Session:
+class Session(SessionDomainMethods):
     """``javax.jms.Session``. Not thread-safe for the application (as in JMS), safe against our threads."""
 
     AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
