@@ -39,6 +39,9 @@ from jmslike.topics import TopicSyntax
 from . import activemq_map
 from .dialect import STANDARD_HEADERS, StompDialect
 
+# ActiveMQ's scheduled-delivery property (ScheduledMessage.AMQ_SCHEDULED_DELAY), in ms.
+SCHEDULED_DELAY_HEADER = "AMQ_SCHEDULED_DELAY"
+
 AMQ_TYPE_HEADER = "amq-msg-type"
 TRANSFORMATION_HEADER = "transformation"
 #: Asked for on SUBSCRIBE: Java MapMessages then arrive as XStream JSON marked MAP_TRANSFORMATION; text
@@ -71,6 +74,9 @@ class ActiveMQAdapter(StompDialect):
         # No broker feature keeps the latest message durably (ActiveMQ.Retain is memory only): jmslike
         # stores copies in queues and removes older ones; the broker resolves wildcards when browsing.
         retained="jmslike",
+        # AMQ_SCHEDULED_DELAY, honoured only with schedulerSupport="true" (our launchers set it; a broker
+        # without it is detected per connection and refused, jmslike.delivery_delay).
+        delivery_delay=True,
     )
     topic_syntax = TopicSyntax(separator=".", single="*", multi=">")
     # ActiveMQ's StompSubscription in ``client`` mode acknowledges every message dispatched to the
@@ -88,11 +94,17 @@ class ActiveMQAdapter(StompDialect):
         TRANSFORMATION_HEADER,
         "JMSXUserID",
         "original-destination",
+        SCHEDULED_DELAY_HEADER,
+        "scheduledJobId",
     }
 
     def __init__(self) -> None:
         # Set from the URL in connect_headers (a fresh adapter serves each connection).
         self._map_transformation = False
+
+    def delay_headers(self, delay_ms: int) -> dict[str, str]:
+        """The scheduler's property; STOMP carries it as a string, which the scheduler converts."""
+        return {SCHEDULED_DELAY_HEADER: str(delay_ms)}
 
     def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]:
         self._map_transformation = config.activemq_map_transformation

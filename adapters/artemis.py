@@ -80,6 +80,9 @@ from jmslike.topics import to_broker
 from .dialect import ID_HEADER, STANDARD_HEADERS, StompDialect
 from .transport import StompWire
 
+# Artemis's STOMP header for scheduled delivery after a delay, in ms (StompUtils).
+SCHEDULED_DELAY_HEADER = "AMQ_SCHEDULED_DELAY"
+
 log = logging.getLogger(__name__)
 
 ANYCAST: Final = "ANYCAST"
@@ -654,8 +657,12 @@ class ArtemisAdapter(StompDialect):
         # Last-value queues would keep the latest, but STOMP cannot declare one and there is no STOMP
         # browser to read it without consuming: refused until a management-based store is written.
         retained="none",
+        # The STOMP protocol manager turns AMQ_SCHEDULED_DELAY into the core scheduled delivery time.
+        delivery_delay=True,
     )
     reserved_headers = STANDARD_HEADERS | {
+        SCHEDULED_DELAY_HEADER,
+        "_AMQ_SCHED_DELIVERY",
         DESTINATION_TYPE_HEADER,
         SUBSCRIPTION_TYPE_HEADER,
         WINDOW_HEADER,
@@ -671,6 +678,9 @@ class ArtemisAdapter(StompDialect):
     # An Artemis address is global: a temporary destination's name may be used by other connections (they
     # get it through JMSReplyTo); only consuming is reserved to the owner, which the session checks.
     temporary_names_are_local = False
+
+    def delay_headers(self, delay_ms: int) -> dict[str, str]:
+        return {SCHEDULED_DELAY_HEADER: str(delay_ms)}
 
     def __init__(self, management: ManagementFactory | None = None) -> None:
         self._management_factory = management

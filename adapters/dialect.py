@@ -48,6 +48,8 @@ PTYPES_HEADER = "jmslike-ptypes"
 ENCODED_HEADER = "jmslike-encoded"
 # The sending connection, on brokers without noLocal: jmslike filters a noLocal subscriber's own messages.
 ORIGIN_HEADER = "jmslike-origin"
+# JMSDeliveryTime of a delayed message: brokers keep no such header, receivers need it (JMS 2.0 §3.4.13).
+DELIVERY_TIME_HEADER = "jmslike-delivery-time"
 _UNCARRIABLE = re.compile("[\x00\r]")
 
 # Headers that carry STOMP protocol or JMS header fields: never user properties.
@@ -77,6 +79,7 @@ STANDARD_HEADERS = frozenset(
         ENCODED_HEADER,
         ORIGIN_HEADER,
         TYPE_HEADER,
+        DELIVERY_TIME_HEADER,
     }
 )
 
@@ -218,7 +221,15 @@ class StompDialect:
             headers["reply-to"] = self.destination_name(message.reply_to)
         if message.jms_type is not None:
             headers["type"] = message.jms_type
+        if message.delivery_delay:
+            headers[DELIVERY_TIME_HEADER] = str(message.delivery_time)
+            headers.update(self.delay_headers(message.delivery_delay))
         return headers
+
+    def delay_headers(self, delay_ms: int) -> dict[str, str]:
+        """The headers that make the broker hold a message back ``delay_ms``; brokers with
+        ``capabilities.delivery_delay`` override this."""
+        raise NotImplementedError(f"{self.display_name} has no delivery delay")
 
     def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame:
         headers = self.send_headers(message)
@@ -263,6 +274,7 @@ class StompDialect:
             message_id=headers.get(ID_HEADER) or headers.get("message-id"),
             destination=self.parse_destination(destination) if destination else None,
             timestamp=_int(headers.get("timestamp"), 0),
+            delivery_time=_int(headers.get(DELIVERY_TIME_HEADER), 0) or _int(headers.get("timestamp"), 0),
             delivery_mode=self.delivery_mode(headers),
             priority=_int(headers.get("priority"), 4),
             expiration=self.expiration(headers),

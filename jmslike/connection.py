@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, Frame
+from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
 from jmslike.exceptions import (
@@ -168,6 +169,7 @@ class Connection(ConnectionDomainMethods):
         self._generation = 0
         self._supervising = False
         self._server = ""
+        self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
         self.wire: StompWire = self._open_wire(None)
         self._ready.set()
 
@@ -348,6 +350,11 @@ class Connection(ConnectionDomainMethods):
     def _check_open(self) -> None:
         if self._closed:
             raise IllegalStateException("the connection is closed")
+
+    def open_private(self) -> Connection:
+        """A new connection to the same broker with the same credentials, without client ID, for jmslike's
+        own checks (delivery_delay): it never shares state with this one."""
+        return Connection(self._config, load_adapter(self._config.scheme), self.serializers)
 
     def next_sub_id(self) -> str:
         return f"{self.connection_id}-{next(self._sub_ids)}"

@@ -342,6 +342,7 @@ def build_message(
     message.setJMSMessageID(incoming.message_id)
     message.setJMSDestination(incoming.destination)
     message.setJMSTimestamp(incoming.timestamp)
+    message.setJMSDeliveryTime(incoming.delivery_time)
     message.setJMSDeliveryMode(incoming.delivery_mode)
     message.setJMSPriority(incoming.priority)
     message.setJMSExpiration(incoming.expiration)

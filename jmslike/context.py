@@ -32,7 +32,7 @@ from jmslike.exceptions import (
     runtime_exception,
 )
 from jmslike.messages import BytesMessage, MapMessage, Message, ObjectMessage, StreamMessage, TextMessage
-from jmslike.producer import check_delivery_mode, check_priority, check_time_to_live
+from jmslike.producer import check_delivery_delay, check_delivery_mode, check_priority, check_time_to_live
 from jmslike.session_mode import check_session_mode
 
 if TYPE_CHECKING:
@@ -333,9 +333,11 @@ class JMSContext:
         settings: tuple[int, int, int],
         listener: CompletionListener | None,
         disable: tuple[bool, bool],
+        delivery_delay: int,
     ) -> None:
         """Send through the context's anonymous producer with one JMSProducer's settings."""
         producer = self._message_producer()
+        producer.setDeliveryDelay(delivery_delay)
         producer.setDisableMessageID(disable[0])
         producer.setDisableMessageTimestamp(disable[1])
         producer.send(destination, message, *settings, completionListener=listener)
@@ -355,6 +357,7 @@ class JMSProducer:
         self._delivery_mode = DeliveryMode.PERSISTENT
         self._priority = DEFAULT_PRIORITY
         self._time_to_live = DEFAULT_TIME_TO_LIVE
+        self._delivery_delay = 0
         self._async: CompletionListener | None = None
         self._disable_id = False
         self._disable_timestamp = False
@@ -390,6 +393,7 @@ class JMSProducer:
             (self._delivery_mode, self._priority, self._time_to_live),
             self._async,
             (self._disable_id, self._disable_timestamp),
+            self._delivery_delay,
         )
         return self
 
@@ -435,6 +439,16 @@ class JMSProducer:
 
     def getTimeToLive(self) -> int:
         return self._time_to_live
+
+    @unchecked
+    def setDeliveryDelay(self, deliveryDelay: int) -> JMSProducer:
+        """Messages are delivered no earlier than ``deliveryDelay`` ms after send (JMS 2.0); where the
+        broker cannot hold them back, the first delayed send raises UnsupportedFeatureRuntimeException."""
+        self._delivery_delay = check_delivery_delay(deliveryDelay)
+        return self
+
+    def getDeliveryDelay(self) -> int:
+        return self._delivery_delay
 
     def setAsync(self, completionListener: CompletionListener | None) -> JMSProducer:
         """Sends return at once; the listener's onCompletion/onException run on the context's session

@@ -51,6 +51,9 @@ class Capabilities:
     transactional_acks: bool = True
     admin: bool = False
     retained: RetainedSupport = "none"
+    # JMS 2.0 delivery delay, held back by the broker until its time (ActiveMQ's scheduler, Artemis's
+    # scheduled delivery); jmslike checks once per connection that the broker honours it (delivery_delay.py).
+    delivery_delay: bool = False
 
     @classmethod
     def describe(cls) -> dict[str, str]:
@@ -71,6 +74,7 @@ class Capabilities:
             "transactional_acks": "Acknowledgements inside broker transactions",
             "admin": "Subscription administration",
             "retained": "Retained publications: latest per topic kept by (broker / jmslike)",
+            "delivery_delay": "Delivery delay (JMS 2.0)",
         }
         return {f.name: names.get(f.name, f.name) for f in fields(cls)}
 
@@ -129,6 +133,9 @@ class OutgoingMessage:
     body: bytes
     property_headers: Mapping[str, str]
     origin: str = ""  # the sending connection, for client-side noLocal
+    # JMS 2.0 delivery delay in ms (0 = none) and JMSDeliveryTime (send time + delay), absolute ms.
+    delivery_delay: int = 0
+    delivery_time: int = 0
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,8 @@ class IncomingMessage:
     headers: Mapping[str, str]
     property_headers: Mapping[str, str]
     browser_end: bool = False
+    # JMSDeliveryTime: when the message became deliverable (its timestamp unless it was delayed).
+    delivery_time: int = 0
     # Delivered by jmslike itself (a retained publication handed out by requestUpdate): nothing to
     # acknowledge on the broker.
     local: bool = False

@@ -216,6 +216,7 @@ class Message:
         expiration: int,
         timestamp: int,
         message_id: str | None,
+        delivery_time: int = 0,
     ) -> None:
         """The provider's headers, set by ``send`` with values it has checked already (the public
         setters re-check their argument, a measurable share of a small message's send)."""
@@ -225,6 +226,7 @@ class Message:
         self._jms_expiration = expiration
         self._jms_timestamp = timestamp
         self._jms_message_id = message_id
+        self._jms_delivery_time = delivery_time
 
     # -- properties -----------------------------------------------------------------------------------
 

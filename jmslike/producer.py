@@ -51,6 +51,7 @@ class MessageProducer(ProducerDomainMethods):
         self._delivery_mode = DeliveryMode.PERSISTENT
         self._priority = DEFAULT_PRIORITY
         self._time_to_live = DEFAULT_TIME_TO_LIVE
+        self._delivery_delay = 0
         self._disable_id = False
         self._disable_timestamp = False
         self._closed = False
@@ -80,6 +81,16 @@ class MessageProducer(ProducerDomainMethods):
     def getTimeToLive(self) -> int:
         self._check_open()
         return self._time_to_live
+
+    def setDeliveryDelay(self, deliveryDelay: int) -> None:
+        """JMS 2.0: messages are delivered no earlier than ``deliveryDelay`` ms after send. Where the broker
+        cannot hold them back, the first delayed send raises UnsupportedFeatureException."""
+        self._check_open()
+        self._delivery_delay = check_delivery_delay(deliveryDelay)
+
+    def getDeliveryDelay(self) -> int:
+        self._check_open()
+        return self._delivery_delay
 
     def setDisableMessageID(self, value: bool) -> None:
         self._check_open()
@@ -172,11 +183,16 @@ class MessageProducer(ProducerDomainMethods):
         if not isinstance(destination, Destination):
             raise InvalidDestinationException(f"cannot send to {destination!r}")
         connection.check_temporary_use(destination)
+        delay = self._delivery_delay
+        if delay:
+            if retain:
+                raise JMSException("a retained publication cannot be delayed; setDeliveryDelay(0) first")
+            connection.delay_check.ensure(connection)
         now = int(time.time() * 1000)
         message_id = None if self._disable_id else f"ID:{uuid.uuid4().hex}"
         timestamp = 0 if self._disable_timestamp else now
-        expiration = now + ttl if ttl else 0
-        message._stamp(destination, mode, priority, expiration, timestamp, message_id)
+        expiration = now + ttl if ttl else 0  # from the send, delay or not (JMS 2.0 §3.4.9; Qpid JMS too)
+        message._stamp(destination, mode, priority, expiration, timestamp, message_id, now + delay)
         type_tag, body, extra = body_codec.encode_body(message)
         headers = body_codec.encode_properties(message, connection.adapter.reserved_headers)
         headers.update(extra)
@@ -195,6 +211,8 @@ class MessageProducer(ProducerDomainMethods):
             body=body,
             property_headers=headers,
             origin=connection.connection_id,
+            delivery_delay=delay,
+            delivery_time=now + delay,
         )
         if retain:
             from jmslike import retained
@@ -249,6 +267,12 @@ def check_priority(priority: Any) -> int:
     if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 9:
         raise JMSException(f"priority must be an integer 0-9, got {priority!r}")
     return priority
+
+
+def check_delivery_delay(delay: Any) -> int:
+    if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
+        raise JMSException(f"delivery delay must be an integer number of milliseconds >= 0, got {delay!r}")
+    return delay
 
 
 def check_time_to_live(ttl: Any) -> int:

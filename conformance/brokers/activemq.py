@@ -134,7 +134,7 @@ def render_activemq_xml(config: ActiveMQConfig) -> str:
         "dataDirectory": data,
         "useJmx": "false",
         "persistent": "true",
-        "schedulerSupport": "false",
+        "schedulerSupport": "true",  # JMS 2.0 delivery delay (AMQ_SCHEDULED_DELAY)
         "useShutdownHook": "true",
     }
     attributes.update(config.broker_attributes)

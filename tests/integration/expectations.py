@@ -63,6 +63,11 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ answers a STOMP frame it does not permit (access_refused) by closing the whole STOMP "
         "connection; the refused call raises JMSSecurityException, later calls ConnectionLostException",
     ),
+    ("delivery-delay", "rabbitmq"): Expectation(
+        "unsupported",
+        "RabbitMQ has no scheduled delivery without the delayed-message plugin; jmslike refuses rather than "
+        "deliver early",
+    ),
     ("send-to-deleted-temporary", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ drops a message sent to a deleted temporary queue without an error (unroutable publish)",

@@ -330,3 +330,31 @@ def test_header_line_limit_shortcut_never_passes_a_long_line(value: str, key: st
         assert too_long
     else:
         assert not too_long
+
+
+def test_a_delayed_send_carries_the_schedulers_header_and_its_delivery_time() -> None:
+    frame = adapter.send_frame(outgoing(delivery_delay=1500, delivery_time=2500), None)
+    assert frame.headers["AMQ_SCHEDULED_DELAY"] == "1500"
+    assert frame.headers["jmslike-delivery-time"] == "2500"
+    received = adapter.decode_message(
+        Frame("MESSAGE", {**frame.headers, "subscription": "s", "message-id": "m"})
+    )
+    assert received.delivery_time == 2500
+    assert "AMQ_SCHEDULED_DELAY" not in received.property_headers  # the broker's, not an application property
+
+
+def test_an_undelayed_send_has_no_delay_header_and_its_delivery_time_is_its_timestamp() -> None:
+    frame = adapter.send_frame(outgoing(), None)
+    assert "AMQ_SCHEDULED_DELAY" not in frame.headers and "jmslike-delivery-time" not in frame.headers
+    received = adapter.decode_message(
+        Frame("MESSAGE", {**frame.headers, "subscription": "s", "message-id": "m"})
+    )
+    assert received.delivery_time == 1000
+
+
+def test_rabbitmq_has_no_delivery_delay_to_map_onto() -> None:
+    rabbit = RabbitMQAdapter()
+    assert rabbit.capabilities.delivery_delay is False
+    with pytest.raises(NotImplementedError):
+        rabbit.delay_headers(1000)
+    assert ArtemisAdapter().delay_headers(10) == {"AMQ_SCHEDULED_DELAY": "10"}

@@ -60,7 +60,7 @@ def test_activemq_xml_defaults() -> None:
     broker = _broker_element(config)
     assert broker.get("useJmx") == "false"
     assert broker.get("persistent") == "true"
-    assert broker.get("schedulerSupport") == "false"
+    assert broker.get("schedulerSupport") == "true"  # JMS 2.0 delivery delay
     assert broker.get("dataDirectory") == "/srv/amq/data"
     kahadb = broker.find(f"{AMQ}persistenceAdapter/{AMQ}kahaDB")
     assert kahadb is not None and kahadb.get("directory") == "/srv/amq/data/kahadb"
