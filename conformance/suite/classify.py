@@ -4,7 +4,8 @@ Rules (the suite's contract, also in docs/conformance.md):
 
 * no exception: ``pass``; if the table expected a deviation or unsupported, still ``pass`` with a note
   that the table may be stale;
-* ``UnsupportedFeatureException``: ``unsupported`` when the table says so, else ``fail``;
+* ``UnsupportedFeatureException`` (or its JMS 2.0 unchecked form): ``unsupported`` when the table says
+  so, else ``fail``;
 * ``AssertionError`` (the scenario's own checks): ``deviation`` when the table says so, else ``fail``;
 * anything else (an unexpected JMSException, a timeout, a crash): ``fail``.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass
 
-from jmslike import UnsupportedFeatureException
+from jmslike import UnsupportedFeatureException, UnsupportedFeatureRuntimeException
 from jmslike.conformance.suite.context import ScenarioSkipped
 from jmslike.conformance.suite.expectations import Expectation
 from jmslike.conformance.suite.model import Outcome
@@ -63,7 +64,7 @@ def classify(error: BaseException | None, expectation: Expectation) -> Verdict:
     if isinstance(error, ScenarioSkipped):
         return Verdict("skipped", detail=str(error))
     observed = describe(error)
-    if isinstance(error, UnsupportedFeatureException):
+    if isinstance(error, UnsupportedFeatureException | UnsupportedFeatureRuntimeException):
         if expected == "unsupported":
             return Verdict("unsupported", detail=f"{expectation.reason} -- {observed}")
         return Verdict(

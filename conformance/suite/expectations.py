@@ -36,6 +36,14 @@ _RABBIT_ACK_KILL = (
     "RabbitMQ confirms an ACK before it is on disk: after SIGKILL an acknowledged message can come back "
     "(flagged redelivered)"
 )
+_RABBIT_NO_DELAY = (
+    "RabbitMQ has no scheduled delivery without the delayed-message plugin; jmslike refuses a delivery "
+    "delay rather than deliver early"
+)
+_NO_SHARED = (
+    "JMS 2.0 shared subscriptions are not mapped onto this broker yet: jmslike refuses them (issue #16) "
+    "rather than give every consumer every message"
+)
 
 #: (scenario id, broker) or (scenario id, broker, mode) -> expectation.
 EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
@@ -63,6 +71,11 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("sel.queue-leaves-unmatched", "rabbitmq"): Expectation(
         "unsupported", "RabbitMQ cannot filter queues; a client-side filter would consume others' messages"
     ),
+    ("jms2.delivery-delay-not-early", "rabbitmq"): Expectation("unsupported", _RABBIT_NO_DELAY),
+    ("jms2.delivery-delay-persistent-survives", "rabbitmq"): Expectation("unsupported", _RABBIT_NO_DELAY),
+    ("jms2.shared-durable-subscription", "activemq"): Expectation("unsupported", _NO_SHARED),
+    ("jms2.shared-durable-subscription", "rabbitmq"): Expectation("unsupported", _NO_SHARED),
+    ("jms2.shared-durable-subscription", "artemis"): Expectation("unsupported", _NO_SHARED),
     ("faults.kill-with-traffic", "rabbitmq", "kill"): Expectation("deviation", _RABBIT_ACK_KILL),
     ("faults.repeated-restarts-with-traffic", "rabbitmq", "kill"): Expectation("deviation", _RABBIT_ACK_KILL),
 }

@@ -33,6 +33,7 @@ CATEGORIES: Final[dict[str, str]] = {
     "faults": "Fault injection",
     "retained": "Retained messages",
     "subscriptions": "Subscriptions (MQ-style)",
+    "jms2": "JMS 2.0: simplified API, delivery delay, shared subscriptions, domain interfaces",
 }
 
 SCHEMA: Final = "jmslike-conformance/1"

@@ -8,6 +8,7 @@ from jmslike.conformance.suite.scenarios import (  # noqa: F401  (registration b
     delivery,
     durable,
     faults,
+    jms2,
     order,
     retained,
     selectors,

@@ -1,0 +1,243 @@
+"""JMS 2.0 (Jakarta Messaging 3): createSession's forms, the simplified API, delivery delay, shared
+subscriptions and the JMS 1.0.2 domain interfaces, each through jmslike's public API on the real broker."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from jmslike import (
+    BytesMessage,
+    DeliveryMode,
+    IllegalStateRuntimeException,
+    InvalidDestinationRuntimeException,
+    JMSContext,
+    JMSException,
+    MapMessage,
+    Message,
+    MessageFormatRuntimeException,
+    QueueConnectionFactory,
+    QueueRequestor,
+    Session,
+)
+from jmslike.conformance.suite import Context, restart_scenario, scenario
+from jmslike.conformance.suite.helpers import RECEIVE_MS, drain_texts, expect_raises, send_texts, text_of
+
+CAT = "jms2"
+SEC = "JMS 2.0 [Jakarta Messaging 3.1]"
+DELAY_MS = 1500
+
+
+def _context(ctx: Context, mode: int = JMSContext.AUTO_ACKNOWLEDGE) -> JMSContext:
+    context = ctx.factory().createContext(ctx.broker.user, ctx.broker.password, mode)
+    ctx.defer(context.close)
+    return context
+
+
+@scenario(
+    "jms2.create-session-mode-alone",
+    category=CAT,
+    rule="createSession(CLIENT_ACKNOWLEDGE) gives a non-transacted CLIENT_ACKNOWLEDGE session: an "
+    "acknowledged message is gone, an unacknowledged one comes back",
+    section=f"{SEC} Connection.createSession(int)",
+    quick=True,
+)
+def create_session_mode(ctx: Context) -> None:
+    queue = ctx.name("q")
+    send_texts(ctx.connect(), queue, ["acked", "not-acked"])
+    connection = ctx.connect()
+    session = connection.createSession(Session.CLIENT_ACKNOWLEDGE)
+    assert not session.getTransacted(), "createSession(CLIENT_ACKNOWLEDGE) gave a transacted session"
+    assert session.getAcknowledgeMode() == Session.CLIENT_ACKNOWLEDGE
+    consumer = session.createConsumer(session.createQueue(queue))
+    first = consumer.receive(RECEIVE_MS)
+    assert text_of(first) == "acked"
+    assert first is not None
+    first.acknowledge()
+    assert text_of(consumer.receive(RECEIVE_MS)) == "not-acked"
+    session.close()
+    assert drain_texts(ctx.connect(), queue) == ["not-acked"]
+
+
+@scenario(
+    "jms2.context-bodies-and-receive-body",
+    category=CAT,
+    rule="JMSProducer.send turns str, bytes and Map bodies into Text, Bytes and MapMessages; "
+    "receiveBody returns the body, and in AUTO mode leaves a message it cannot convert in place",
+    section=f"{SEC} §7.3, JMSConsumer.receiveBody",
+    quick=True,
+)
+def context_bodies(ctx: Context) -> None:
+    context = _context(ctx)
+    queue = context.createQueue(ctx.name("q"))
+    context.createProducer().send(queue, "text").send(queue, b"\x01\x02").send(queue, {"n": 1})
+    consumer = context.createConsumer(queue)
+    expect_raises(
+        MessageFormatRuntimeException, lambda: consumer.receiveBody(bytes, RECEIVE_MS), "text as bytes"
+    )
+    assert consumer.receiveBody(str, RECEIVE_MS) == "text", "the unconvertible message did not stay in place"
+    data = consumer.receive(RECEIVE_MS)
+    assert isinstance(data, BytesMessage) and data.getBody(bytes) == b"\x01\x02"
+    mapped = consumer.receive(RECEIVE_MS)
+    assert isinstance(mapped, MapMessage) and mapped.getBody(dict) == {"n": 1}
+
+
+@scenario(
+    "jms2.context-transactions",
+    category=CAT,
+    rule="A SESSION_TRANSACTED JMSContext commits and rolls back its sends and receives",
+    section=f"{SEC} JMSContext.commit/rollback",
+)
+def context_transactions(ctx: Context) -> None:
+    queue_name = ctx.name("q")
+    send_texts(ctx.connect(), queue_name, ["in"])
+    context = _context(ctx, JMSContext.SESSION_TRANSACTED)
+    queue = context.createQueue(queue_name)
+    out = context.createQueue(ctx.name("out"))
+    consumer = context.createConsumer(queue)
+    assert consumer.receiveBody(str, RECEIVE_MS) == "in"
+    context.createProducer().send(out, "rolled back")
+    context.rollback()
+    redelivered = consumer.receive(RECEIVE_MS)
+    assert text_of(redelivered) == "in" and redelivered is not None and redelivered.getJMSRedelivered()
+    context.createProducer().send(out, "committed")
+    context.commit()
+    context.close()
+    assert drain_texts(ctx.connect(), queue_name) == []
+    assert drain_texts(ctx.connect(), out.getQueueName()) == ["committed"]
+
+
+@scenario(
+    "jms2.context-runtime-exceptions",
+    category=CAT,
+    rule="The simplified API raises the JMSRuntimeException family, each linked to the checked exception",
+    section=f"{SEC} §10 (JMSRuntimeException)",
+)
+def context_runtime_exceptions(ctx: Context) -> None:
+    context = _context(ctx)
+    context.createQueue(ctx.name("q"))  # first use: the client ID is fixed from here on
+    late = expect_raises(
+        IllegalStateRuntimeException, lambda: context.setClientID(ctx.client_id()), "late ID"
+    )
+    assert late.getCause() is not None and isinstance(late.getCause(), JMSException)
+    expect_raises(
+        InvalidDestinationRuntimeException,
+        lambda: context.createProducer().send(None, "x"),  # type: ignore[arg-type]
+        "send to None",
+    )
+    context.close()
+    expect_raises(IllegalStateRuntimeException, lambda: context.createTopic("t"), "use after close")
+
+
+@scenario(
+    "jms2.delivery-delay-not-early",
+    category=CAT,
+    rule="A message sent with a delivery delay is not delivered before JMSDeliveryTime, and is after it",
+    section=f"{SEC} §7.9 (delivery delay), §3.4.13 (JMSDeliveryTime)",
+    quick=True,
+)
+def delivery_delay(ctx: Context) -> None:
+    context = _context(ctx)
+    queue = context.createQueue(ctx.name("q"))
+    consumer = context.createConsumer(queue)
+    producer = context.createProducer()
+    producer.setDeliveryDelay(DELAY_MS).send(queue, "later")
+    producer.setDeliveryDelay(0).send(queue, "now")
+    first = consumer.receive(RECEIVE_MS)
+    assert text_of(first) == "now", "the delayed message was delivered before an undelayed one sent after it"
+    delayed = consumer.receive(RECEIVE_MS + DELAY_MS)
+    assert text_of(delayed) == "later" and delayed is not None
+    assert delayed.getJMSDeliveryTime() == delayed.getJMSTimestamp() + DELAY_MS
+    assert time.time() * 1000 >= delayed.getJMSDeliveryTime() - 50, "delivered before its delivery time"
+
+
+@dataclass
+class DelayedState:
+    queue: str
+    delivery_time: int
+
+
+@restart_scenario(
+    "jms2.delivery-delay-persistent-survives",
+    category=CAT,
+    rule="A PERSISTENT message with a delivery delay survives a broker restart and is delivered after its time",
+    section=f"{SEC} §7.9, JMS 1.1 §4.10",
+)
+def delayed_survives(ctx: Context) -> DelayedState:
+    connection = ctx.connect()
+    session = connection.createSession()
+    queue = ctx.name("q")
+    producer = session.createProducer(session.createQueue(queue))
+    producer.setDeliveryDelay(DELAY_MS)
+    message = session.createTextMessage("delayed")
+    producer.send(message, DeliveryMode.PERSISTENT, 4, 0)
+    return DelayedState(queue, message.getJMSDeliveryTime())
+
+
+@delayed_survives.verify
+def _delayed_survives(ctx: Context, state: DelayedState) -> None:
+    session = ctx.connect().createSession()
+    got = session.createConsumer(session.createQueue(state.queue)).receive(RECEIVE_MS + DELAY_MS)
+    assert text_of(got) == "delayed", "the delayed PERSISTENT message was lost by the restart"
+    assert time.time() * 1000 >= state.delivery_time - 50, "delivered before its delivery time"
+    session.close()
+    assert drain_texts(ctx.connect(), state.queue) == [], "the delayed message came twice"
+
+
+@scenario(
+    "jms2.shared-durable-subscription",
+    category=CAT,
+    rule="Consumers of one shared durable subscription (same name, same client ID or none) share its "
+    "messages: each message goes to exactly one of them",
+    section=f"{SEC} §8.3.4 (shared durable subscriptions)",
+)
+def shared_durable(ctx: Context) -> None:
+    context = _context(ctx)
+    topic = context.createTopic(ctx.name("t"))
+    name = ctx.name("s")
+    first = context.createSharedDurableConsumer(topic, name)
+    second = _context(ctx).createSharedDurableConsumer(topic, name)
+    texts = [f"m{i}" for i in range(10)]
+    producer = context.createProducer()
+    for text in texts:
+        producer.send(topic, text)
+    got: list[str] = []
+    for consumer in (first, second):
+        while (body := consumer.receiveBody(str, 1000)) is not None:
+            got.append(body)
+    assert sorted(got) == sorted(texts), f"each message once across the two consumers, got {got}"
+    first.close()
+    second.close()
+    context.unsubscribe(name)
+
+
+@scenario(
+    "jms2.legacy-queue-requestor",
+    category=CAT,
+    rule="The JMS 1.0.2 domain interfaces work as the unified API: QueueConnectionFactory, "
+    "createQueueSession, createSender/createReceiver, QueueRequestor",
+    section="JMS 1.1 §5.10 (QueueRequestor), Appendix (domain interfaces)",
+)
+def legacy_requestor(ctx: Context) -> None:
+    factory = QueueConnectionFactory(ctx.url())
+    server = factory.createQueueConnection(ctx.broker.user, ctx.broker.password)
+    ctx.defer(server.close)
+    client = factory.createQueueConnection(ctx.broker.user, ctx.broker.password)
+    ctx.defer(client.close)
+    server_session = server.createQueueSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = server_session.createQueue(ctx.name("q"))
+    replier = server_session.createSender(None)
+
+    def answer(request: Message) -> None:
+        destination = request.getJMSReplyTo()
+        if destination is not None:
+            replier.send(destination, server_session.createTextMessage("pong"))
+
+    server_session.createReceiver(queue).setMessageListener(answer)
+    server.start()
+    client.start()
+    session = client.createQueueSession(False, Session.AUTO_ACKNOWLEDGE)
+    requestor = QueueRequestor(session, queue)
+    reply = requestor.request(session.createTextMessage("ping"), RECEIVE_MS)
+    requestor.close()
+    assert text_of(reply) == "pong"
