@@ -188,6 +188,9 @@ class StompDialect:
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
         raise NotImplementedError
 
+    def delete_shared_durable(self, wire: Wire, client_id: str | None, name: str) -> None:
+        raise NotImplementedError(f"{self.display_name} has no shared subscriptions")
+
     def subscription_registry(self) -> SubscriptionRegistry | None:
         """None: jmslike keeps its catalogue queue on the broker (see jmslike.catalogue)."""
         return None

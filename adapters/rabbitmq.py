@@ -26,6 +26,11 @@ Facts this adapter relies on (rabbitmq_stomp 3.10 source, confirmed on a real br
 - Retained publications: one durable queue per topic, ``jmslike.retained.<topic>``, declared with
   ``x-max-length: 1`` on SEND (the default overflow, drop-head, keeps the newest); read with the management
   API's GET with requeue, because STOMP has no browse (docs/retained.md).
+- Shared subscriptions (JMS 2.0) are queues all their consumers subscribe to, in any connection:
+  ``jmslike.shared.<client ID>.<name>.<definition hash>`` (non-durable: ``durable:false``, ``auto-delete``, so
+  RabbitMQ deletes it when its last consumer goes) and ``jmslike.shared-durable....`` (durable). A changed
+  topic or selector replaces the old queue only if the broker deletes it ``if-unused`` (the management
+  API's statistics of consumers lag by seconds; the queue's own check does not): otherwise JMSException.
 - Temporary queues are exclusive queues of the connection, sent to as ``/amq/queue/`` (which does not
   declare, as a SEND to ``/queue/`` would, and fails on another connection's exclusive queue).
 """
@@ -51,6 +56,7 @@ from jmslike.contract import (
 )
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
+    IllegalStateException,
     InvalidClientIDException,
     InvalidDestinationException,
     JMSException,
@@ -64,6 +70,9 @@ from .rabbitmq_management import RabbitMQManagement
 
 TEMPORARY_PREFIX = "jmslike-tmp-"
 DURABLE_PREFIX = "jmslike.durable."
+SHARED_PREFIX = "jmslike.shared."
+SHARED_DURABLE_PREFIX = "jmslike.shared-durable."
+NO_CLIENT_ID = "~none"  # queue_part never yields it: "~" is always followed by four hex digits there
 LOCK_PREFIX = "jmslike.client-id."
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -99,6 +108,20 @@ def durable_queue_name(spec: SubscriptionSpec) -> str:
     return durable_prefix(spec.client_id, spec.durable_name) + digest
 
 
+def shared_prefix(client_id: str | None, name: str, durable: bool) -> str:
+    kind = SHARED_DURABLE_PREFIX if durable else SHARED_PREFIX
+    owner = NO_CLIENT_ID if client_id is None else queue_part(client_id)
+    return f"{kind}{owner}.{queue_part(name)}."
+
+
+def shared_queue_name(spec: SubscriptionSpec) -> str:
+    """Queue of a shared subscription: identity (name, client ID or none) plus a hash of topic and selector."""
+    assert spec.shared_name is not None
+    definition = json.dumps([spec.destination.name, spec.selector or ""])
+    digest = hashlib.sha256(definition.encode()).hexdigest()[:12]
+    return shared_prefix(spec.client_id, spec.shared_name, spec.shared_durable) + digest
+
+
 class RabbitMQAdapter(StompDialect):
     name = "rabbitmq"
     display_name = "RabbitMQ"
@@ -123,6 +146,7 @@ class RabbitMQAdapter(StompDialect):
         # Each topic's store is a durable queue with x-max-length=1: the broker drops the older copy
         # (drop-head) in its own arrival order, so concurrent publishers need no coordination.
         retained="broker",
+        shared_subscriptions=True,
     )
     reserved_headers = STANDARD_HEADERS | {
         "expiration",
@@ -234,6 +258,12 @@ class RabbitMQAdapter(StompDialect):
             headers.update(
                 {"durable": "true", "auto-delete": "false", "x-queue-name": durable_queue_name(spec)}
             )
+        if spec.shared_name is not None:
+            durable = "true" if spec.shared_durable else "false"
+            headers.update(
+                {"durable": durable, "auto-delete": "false" if spec.shared_durable else "true"}
+                | {"x-queue-name": shared_queue_name(spec)}
+            )
         if spec.durable_name is not None and spec.expiry_ms:
             headers[EXPIRES_ARGUMENT] = str(spec.expiry_ms)
         if self._max_priority and (spec.durable_name is not None or type(spec.destination) is Queue):
@@ -241,7 +271,10 @@ class RabbitMQAdapter(StompDialect):
         return headers
 
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
+        if spec.shared_name is not None:
+            self._replace_shared(spec)
         if spec.durable_name is not None and spec.client_id is not None:
+            self._refuse_name_clash(spec.client_id, spec.durable_name, shared_exists=True)
             # Change = delete + create: a subscription of this identity with another definition goes.
             current = durable_queue_name(spec)
             management = self.management()
@@ -257,6 +290,46 @@ class RabbitMQAdapter(StompDialect):
                     arguments["x-max-priority"] = self._max_priority
                 management.declare_queue(self._vhost, current, arguments)
         super().subscribe(wire, spec)
+
+    def _replace_shared(self, spec: SubscriptionSpec) -> None:
+        """Another definition (topic, selector) of this shared subscription goes if nobody consumes it."""
+        assert spec.shared_name is not None
+        if spec.shared_durable and spec.client_id is not None:
+            self._refuse_name_clash(spec.client_id, spec.shared_name, shared_exists=False)
+        current = shared_queue_name(spec)
+        management = self.management()
+        prefix = shared_prefix(spec.client_id, spec.shared_name, spec.shared_durable)
+        for queue in management.queue_names(self._vhost, prefix):
+            if queue != current and not management.delete_queue(self._vhost, queue, if_unused=True):
+                kind = "shared durable" if spec.shared_durable else "shared"
+                raise JMSException(
+                    f"{kind} subscription {spec.shared_name!r} exists with another topic or selector and has "
+                    "active consumers; close them (and unsubscribe a durable one) before changing it"
+                )
+
+    def _refuse_name_clash(self, client_id: str, name: str, *, shared_exists: bool) -> None:
+        """JMS 2.0 §8.3.4: a shared durable and an unshared durable subscription may not share a name and
+        client ID. ``shared_exists``: check for a shared one (creating an unshared), else the reverse."""
+        prefix = shared_prefix(client_id, name, True) if shared_exists else durable_prefix(client_id, name)
+        if self.management().queue_names(self._vhost, prefix):
+            existing, wanted = ("a shared", "an unshared") if shared_exists else ("an unshared", "a shared")
+            raise JMSException(
+                f"{existing} durable subscription {name!r} of client ID {client_id!r} exists, so {wanted} one "
+                "cannot have that name (JMS 2.0 §8.3.4); unsubscribe it first or pick another name"
+            )
+
+    def delete_shared_durable(self, wire: Wire, client_id: str | None, name: str) -> None:
+        management = self.management()
+        queues = management.queue_names(self._vhost, shared_prefix(client_id, name, True))
+        if not queues:
+            owner = "without a client ID" if client_id is None else f"for client ID {client_id!r}"
+            raise InvalidDestinationException(f"no durable subscription {name!r} exists {owner}")
+        for queue in queues:
+            if not management.delete_queue(self._vhost, queue, if_unused=True):
+                raise IllegalStateException(
+                    f"shared durable subscription {name!r} has active consumers (in this or another "
+                    "connection); close them before unsubscribe"
+                )
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
         management = self.management()

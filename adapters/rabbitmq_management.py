@@ -98,8 +98,19 @@ class RabbitMQManagement:
         body = {"durable": True, "auto_delete": False, "arguments": arguments}
         self._call("PUT", f"/api/queues/{_quote(vhost)}/{_quote(name)}", body)
 
-    def delete_queue(self, vhost: str, name: str) -> None:
-        self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
+    def delete_queue(self, vhost: str, name: str, *, if_unused: bool = False) -> bool:
+        """Delete a queue; with ``if_unused`` only if it has no consumer, judged by the queue itself (the
+        statistics' consumer count lags): False when it was in use."""
+        if not if_unused:
+            self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}")
+            return True
+        try:
+            self._call("DELETE", f"/api/queues/{_quote(vhost)}/{_quote(name)}?if-unused=true")
+        except JMSException as exc:
+            if isinstance(exc.__cause__, urllib.error.HTTPError) and exc.__cause__.code == 400:
+                return False  # {"error":"bad_request","reason":"queue '...' in vhost '/' in use"}
+            raise
+        return True
 
 
 def _quote(part: str) -> str:

@@ -372,6 +372,14 @@ class Connection(ConnectionDomainMethods):
             if c.spec.durable_name is not None and not c._closed
         }
 
+    def active_shared_durable_names(self) -> set[str]:
+        """Names of the shared durable subscriptions this connection has open consumers on."""
+        return {
+            c.spec.shared_name
+            for c in self._consumers.values()
+            if c.spec.shared_durable and c.spec.shared_name is not None and not c._closed
+        }
+
     def remove_session(self, session: Session) -> None:
         with self._lock:
             if session in self._sessions:

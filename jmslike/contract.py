@@ -54,6 +54,8 @@ class Capabilities:
     # JMS 2.0 delivery delay, held back by the broker until its time (ActiveMQ's scheduler, Artemis's
     # scheduled delivery); jmslike checks once per connection that the broker honours it (delivery_delay.py).
     delivery_delay: bool = False
+    # JMS 2.0 shared subscriptions (durable and not), mapped onto a broker queue all consumers share.
+    shared_subscriptions: bool = False
 
     @classmethod
     def describe(cls) -> dict[str, str]:
@@ -75,6 +77,7 @@ class Capabilities:
             "admin": "Subscription administration",
             "retained": "Retained publications: latest per topic kept by (broker / jmslike)",
             "delivery_delay": "Delivery delay (JMS 2.0)",
+            "shared_subscriptions": "Shared subscriptions (JMS 2.0)",
         }
         return {f.name: names.get(f.name, f.name) for f in fields(cls)}
 
@@ -112,6 +115,10 @@ class SubscriptionSpec:
     # keep it with the subscription itself.
     expiry_ms: int = 0
     definition: str | None = None
+    # JMS 2.0 shared subscription: its name (identity: name and client ID, which may be None) and whether it
+    # is durable. Several consumers, in any connections, share its messages.
+    shared_name: str | None = None
+    shared_durable: bool = False
 
 
 @dataclass(frozen=True)
@@ -225,6 +232,11 @@ class Adapter(Protocol):
         """The sending connection's id, where the adapter carries it (client-side noLocal)."""
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None: ...
+
+    def delete_shared_durable(self, wire: Wire, client_id: str | None, name: str) -> None:
+        """Delete a shared durable subscription with its backlog: InvalidDestinationException when there is
+        none, IllegalStateException while it has consumers (in any connection). Only adapters with
+        ``capabilities.shared_subscriptions`` are asked."""
 
     def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame: ...
 

@@ -100,8 +100,8 @@ def create(
             "a subscription on request only receives no live traffic, so an inactiveSelector has nothing to "
             "filter: give one or the other"
         )
-    parsed = session._parse_selector(messageSelector, topic)
-    inactive = session._parse_selector(inactiveSelector, topic)
+    parsed = session.parse_selector(messageSelector, topic)
+    inactive = session.parse_selector(inactiveSelector, topic)
     definition = DurableDefinition(
         client_id=client_id,
         name=name,
@@ -120,7 +120,7 @@ def create(
     combined_text = durable_selector(
         parsed.render() if parsed is not None else None, inactive.render() if inactive is not None else None
     )
-    combined = session._parse_selector(combined_text, topic)
+    combined = session.parse_selector(combined_text, topic)
     spec = SubscriptionSpec(
         sub_id=connection.next_sub_id(),
         destination=topic,
@@ -139,7 +139,7 @@ def create(
     else:
         subscriber = TopicSubscriber(session, spec, combined)
     subscriber._definition = definition
-    session._attach(subscriber)
+    session.attach(subscriber)
     try:
         if inactive is not None:
             _attach_companion(session, subscriber, parsed)

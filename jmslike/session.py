@@ -235,7 +235,7 @@ class Session(SessionDomainMethods):
             raise InvalidDestinationException(
                 f"{destination} was created by another connection; only its own connection may consume from it"
             )
-        parsed = self._parse_selector(messageSelector, destination)
+        parsed = self.parse_selector(messageSelector, destination)
         spec = SubscriptionSpec(
             sub_id=self._connection.next_sub_id(),
             destination=destination,
@@ -245,8 +245,8 @@ class Session(SessionDomainMethods):
             prefetch=self._connection.config.prefetch,
         )
         if onRequestOnly:
-            return self._attach(OnRequestSubscriber(self, spec, parsed))
-        return self._attach(MessageConsumer(self, spec, parsed))
+            return self.attach(OnRequestSubscriber(self, spec, parsed))
+        return self.attach(MessageConsumer(self, spec, parsed))
 
     def createDurableSubscriber(
         self,
@@ -287,24 +287,24 @@ class Session(SessionDomainMethods):
     def createSharedConsumer(
         self, topic: Topic, sharedSubscriptionName: str, messageSelector: str | None = None
     ) -> MessageConsumer:
-        """JMS 2.0 shared non-durable subscription: refused until jmslike maps it onto a broker."""
+        """JMS 2.0 shared non-durable subscription (name, client ID or none): its consumers, in any
+        connections, share the messages; it exists while it has a consumer (jmslike.shared_subscriptions)."""
+        from jmslike import shared_subscriptions
+
         self._check_open()
-        raise self._shared_subscriptions_refused()
+        name = _check_subscription_name(sharedSubscriptionName)
+        return shared_subscriptions.create(self, topic, name, messageSelector, durable=False)
 
     def createSharedDurableConsumer(
         self, topic: Topic, name: str, messageSelector: str | None = None
     ) -> MessageConsumer:
-        """JMS 2.0 shared durable subscription: refused until jmslike maps it onto a broker."""
-        self._check_open()
-        raise self._shared_subscriptions_refused()
+        """JMS 2.0 shared durable subscription (name, client ID or none): kept until ``unsubscribe(name)``,
+        its consumers share the messages (jmslike.shared_subscriptions)."""
+        from jmslike import shared_subscriptions
 
-    def _shared_subscriptions_refused(self) -> UnsupportedFeatureException:
-        return UnsupportedFeatureException(
-            self._connection.adapter.display_name,
-            "shared subscriptions (JMS 2.0 createSharedConsumer / createSharedDurableConsumer)",
-            "jmslike does not map them onto any broker yet, and refuses rather than give each consumer "
-            "every message; meanwhile a queue gives competing consumers",
-        )
+        self._check_open()
+        name = _check_subscription_name(name)
+        return shared_subscriptions.create(self, topic, name, messageSelector, durable=True)
 
     def resumeDurableSubscriber(self, name: str) -> TopicSubscriber:
         """Attach to this client ID's existing durable subscription ``name`` without restating its topic or
@@ -342,11 +342,16 @@ class Session(SessionDomainMethods):
         self._require("browsing", "queue browsing")
         if not isinstance(queue, Queue):
             raise InvalidDestinationException(f"only a Queue can be browsed, got {queue!r}")
-        return QueueBrowser(self, queue, self._parse_selector(messageSelector, queue))
+        return QueueBrowser(self, queue, self.parse_selector(messageSelector, queue))
 
     def unsubscribe(self, name: str) -> None:
-        """Delete the durable subscription ``name`` of this client ID, with its backlog, for good."""
+        """Delete the durable subscription ``name`` of this client ID, with its backlog, for good; a shared
+        durable one (JMS 2.0) is found by name and client ID, which may then be unset."""
         self._check_open()
+        adapter = self._connection.adapter
+        if self._connection.getClientID() is None and adapter.capabilities.shared_subscriptions:
+            self._unsubscribe_shared(None, _check_subscription_name(name))
+            return
         client_id = self._require_client_id("unsubscribe")
         name = _check_subscription_name(name)
         if name in self._connection.active_durable_names():
@@ -359,14 +364,35 @@ class Session(SessionDomainMethods):
                     f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "
                     "acknowledge, commit or roll back before unsubscribe"
                 )
-        self._connection.adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
+        try:
+            adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
+        except InvalidDestinationException:
+            if not adapter.capabilities.shared_subscriptions:
+                raise
+            self._unsubscribe_shared(client_id, name)  # no unshared one: a shared durable one, or none
+            return
         from jmslike.catalogue import optional_registry
 
         registry = optional_registry(self._connection)
         if registry is not None:
             registry.removed(client_id, name)
 
-    def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
+    def _unsubscribe_shared(self, client_id: str | None, name: str) -> None:
+        if name in self._connection.active_shared_durable_names():
+            raise IllegalStateException(
+                f"shared durable subscription {name!r} has an open consumer in this connection; close it "
+                "before unsubscribe"
+            )
+        if any(session._holds_unacked(name) for session in self._connection.sessions()):
+            raise IllegalStateException(
+                f"a message of shared durable subscription {name!r} is unacknowledged or in an open "
+                "transaction; acknowledge, commit or roll back before unsubscribe"
+            )
+        self._connection.adapter.delete_shared_durable(self._connection.wire_for_use(), client_id, name)
+
+    def attach(self, consumer: MessageConsumer) -> MessageConsumer:
+        """Register ``consumer`` with the connection and subscribe it on the broker (for the modules that
+        build consumers: durable and shared subscriptions, retained publications)."""
         if (
             self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE
             and self._connection.adapter.cumulative_client_ack
@@ -391,7 +417,8 @@ class Session(SessionDomainMethods):
             self._require("temporary_destinations", "temporary destinations")
             self._connection.check_temporary_use(destination)
 
-    def _parse_selector(self, text: str | None, destination: Destination) -> selectors.Selector | None:
+    def parse_selector(self, text: str | None, destination: Destination) -> selectors.Selector | None:
+        """Parse a selector, refusing it where the broker cannot apply it honestly (see capabilities)."""
         if text is None or (isinstance(text, str) and not text.strip()):
             return None
         parsed = selectors.parse(text)
@@ -420,8 +447,14 @@ class Session(SessionDomainMethods):
             return any(c.spec.durable_name == durable_name for c in self._closing)
 
     def _holds_unacked(self, durable_name: str) -> bool:
+        """Whether a delivered message of durable subscription ``durable_name`` (unshared or shared) is
+        unacknowledged or in the open transaction."""
         with self._cond:
-            return any(c.spec.durable_name == durable_name for c, _ in self._unacked)
+            return any(
+                c.spec.durable_name == durable_name
+                or (c.spec.shared_durable and c.spec.shared_name == durable_name)
+                for c, _ in self._unacked
+            )
 
     # -- delivery -------------------------------------------------------------------------------------
 

@@ -63,6 +63,14 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ answers a STOMP frame it does not permit (access_refused) by closing the whole STOMP "
         "connection; the refused call raises JMSSecurityException, later calls ConnectionLostException",
     ),
+    ("shared-subscriptions", "activemq"): Expectation(
+        "unsupported",
+        "ActiveMQ Classic 5.17 has no shared subscriptions over STOMP (virtual topics would need publishers "
+        "to send to other names): jmslike refuses",
+    ),
+    ("shared-subscriptions", "artemis"): Expectation(
+        "unsupported", "shared subscriptions are not mapped onto Artemis's STOMP yet: jmslike refuses"
+    ),
     ("delivery-delay", "rabbitmq"): Expectation(
         "unsupported",
         "RabbitMQ has no scheduled delivery without the delayed-message plugin; jmslike refuses rather than "

@@ -26,7 +26,6 @@ from jmslike import (
     MessageFormatRuntimeException,
     Session,
     TextMessage,
-    UnsupportedFeatureRuntimeException,
 )
 from jmslike.conformance.suite.helpers import drain, text_of
 
@@ -284,8 +283,6 @@ def test_simplified_api_errors_are_runtime_exceptions(
         context.createProducer().send(None, "nowhere")  # type: ignore[arg-type]
     with pytest.raises(JMSRuntimeException):
         context.createProducer().setPriority(12)
-    with pytest.raises(UnsupportedFeatureRuntimeException, match="shared subscriptions"):
-        context.createSharedConsumer(context.createTopic(unique_name), "shared")
 
 
 def test_durable_consumer_of_a_context_keeps_messages_while_closed(

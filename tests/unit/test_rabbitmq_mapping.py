@@ -86,3 +86,26 @@ def test_max_priority_is_opt_in_and_declared_consistently() -> None:
 def test_broker_specific_url_keys_are_refused_elsewhere() -> None:
     with pytest.raises(ConfigurationError, match="rabbitmq:// URLs only"):
         parse_url("activemq://h:1?rabbitmq_max_priority=9")
+
+
+def test_shared_subscriptions_have_their_own_queue_names_and_headers() -> None:
+    from jmslike.adapters.rabbitmq import RabbitMQAdapter, shared_queue_name
+
+    def spec(client_id: str | None, durable: bool, selector: str | None = None) -> SubscriptionSpec:
+        return SubscriptionSpec(
+            sub_id="s",
+            destination=Topic("prices"),
+            client_id=client_id,
+            selector=selector,
+            shared_name="all",
+            shared_durable=durable,
+        )
+
+    assert shared_queue_name(spec(None, False)).startswith("jmslike.shared.~none.all.")
+    assert shared_queue_name(spec("~none", True)).startswith("jmslike.shared-durable.~007enone.all.")
+    assert shared_queue_name(spec(None, True)) != shared_queue_name(spec(None, True, "n = 1"))
+    headers = RabbitMQAdapter().subscribe_headers(spec("c", False))
+    assert (headers["durable"], headers["auto-delete"]) == ("false", "true")
+    assert headers["x-queue-name"] == shared_queue_name(spec("c", False))
+    durable_headers = RabbitMQAdapter().subscribe_headers(spec("c", True))
+    assert (durable_headers["durable"], durable_headers["auto-delete"]) == ("true", "false")
