@@ -311,7 +311,13 @@ class Connection(ConnectionDomainMethods):
         return ConnectionMetaData(self.adapter, self._server, self.adapter.stomp_version)
 
     def close(self) -> None:
-        """Close sessions (rolling back transactions), then the STOMP connection. Idempotent."""
+        """Close sessions (rolling back transactions), then the STOMP connection. Idempotent. Refused from a
+        listener or completion callback of this connection (JMS 2.0 §6.1.8: it would wait for itself)."""
+        if not self._closed and self.on_dispatch_thread():
+            raise IllegalStateException(
+                "a MessageListener or CompletionListener may not close its own connection (close waits for "
+                "them to return); close it from another thread"
+            )
         with self._lock:
             if self._closed:
                 return

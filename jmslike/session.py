@@ -115,6 +115,7 @@ class Session(SessionDomainMethods):
         self._dispatcher: threading.Thread | None = None
         self._tasks: deque[Callable[[], None]] = deque()
         self._busy = False
+        self._in_callback = False  # the dispatch thread is running a completion callback (not a listener)
         self._in_flight = 0
         self._window = threading.BoundedSemaphore(max(1, connection.config.send_window))
         self._current: tuple[MessageConsumer, Pending] | None = None
@@ -694,6 +695,8 @@ class Session(SessionDomainMethods):
         self._check_open()
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
+        self._refuse_in_callback("commit()")
+        self._settle_callbacks()  # the transaction's asynchronous sends are confirmed before COMMIT
         if self._rollback_only is not None:
             reason = self._rollback_only
             self._rollback_local(redeliver=True)
@@ -731,6 +734,7 @@ class Session(SessionDomainMethods):
         self._await_deferred_receipts()
         for task in tasks:
             task()
+        self._settle_callbacks()  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
         if not acks_in_transaction:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come
             # back flagged redelivered (at-least-once for consumption on such brokers).
@@ -750,6 +754,8 @@ class Session(SessionDomainMethods):
         self._check_open()
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
+        self._refuse_in_callback("rollback()")
+        self._settle_callbacks()
         self._rollback_local(redeliver=True)
 
     def _rollback_local(self, redeliver: bool) -> None:
@@ -797,6 +803,7 @@ class Session(SessionDomainMethods):
                 return None
             if self._tasks:
                 self._busy = True
+                self._in_callback = True
                 return self._tasks.popleft()
             if self._connection.started and self._connection._failed is None and not self._stopping:
                 listening = [c for c in self._consumers if c._listener is not None and c._inbox]
@@ -831,6 +838,7 @@ class Session(SessionDomainMethods):
             finally:
                 with self._cond:
                     self._current = None
+                    self._in_callback = False
                     settled = self._settled_closed() if self._closing else []
                     if not settled:
                         self._busy = False
@@ -907,16 +915,49 @@ class Session(SessionDomainMethods):
         for the dispatch thread in the same pass under the lock: this runs once per send."""
         with self._cond:
             self._in_flight -= 1
-            if then is not None:
+            if then is not None and self._closed:
+                # close() gave up waiting (receipt timeout) and returned: JMS allows no callback after that.
+                log.warning("a send settled after its session was closed; its completion callback is not run")
+            elif then is not None:
                 self.run_task(then)  # inside this pass: the lock is re-entrant
             self._cond.notify_all()
         self._window.release()
 
-    def _wait_sends(self, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
+    def _settle_callbacks(self) -> None:
+        """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this
+        session is settled and its completion callback has returned. Bounded by the receipt timeout: a
+        broker that never answers makes the send's callback an error (sent when, if ever, it answers)
+        rather than a hang. On the session's own thread (a MessageListener that commits) the queued
+        callbacks run here, since they would otherwise wait behind the caller."""
+        deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
+        mine = self.on_dispatch_thread()
         with self._cond:
-            while self._in_flight > 0 and time.monotonic() < deadline:
-                self._cond.wait(deadline - time.monotonic())
+            while True:
+                while mine and self._tasks:
+                    task = self._tasks.popleft()
+                    self._cond.release()
+                    try:
+                        task()
+                    except Exception as exc:
+                        self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
+                    finally:
+                        self._cond.acquire()
+                pending = self._in_flight > 0 or self._tasks or (self._in_callback and not mine)
+                remaining = deadline - time.monotonic()
+                if not pending or remaining <= 0:
+                    if pending:
+                        log.warning("asynchronous sends still unsettled after the receipt timeout")
+                    return
+                self._cond.wait(remaining)
+
+    def _refuse_in_callback(self, action: str) -> None:
+        """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that
+        would wait for the callback itself)."""
+        if self._in_callback and self.on_dispatch_thread():
+            raise IllegalStateException(
+                f"{action} may not be called from a CompletionListener of this session (it would wait for that "
+                "callback to return); do it from another thread"
+            )
 
     # -- connection loss ------------------------------------------------------------------------------
 
@@ -943,7 +984,13 @@ class Session(SessionDomainMethods):
         """Roll back an open transaction, close consumers and producers; unacknowledged stays unacked."""
         if self._closed:
             return
-        self._wait_sends(self._connection.config.receipt_timeout_ms / 1000)
+        self._refuse_in_callback("close()")
+        if self.on_dispatch_thread():
+            raise IllegalStateException(
+                "a MessageListener may not close its own session (JMS 2.0 §4.4.1: close waits for the listener "
+                "to return); close the consumer instead, or close the session from another thread"
+            )
+        self._settle_callbacks()
         with self._cond:  # no new listener delivery from here on, then wait for the running one
             self._stopping = True
             self._cond.notify_all()

@@ -414,8 +414,9 @@ def test_async_send_completion_listener(connection: Connection, unique_name: str
 def test_session_close_right_after_asynchronous_sends_runs_every_completion_callback(
     connection: Connection, unique_name: str
 ) -> None:
-    """close() waits for the receipts of sends in flight; their callbacks must still run after it,
-    never be dropped because the session's thread had already finished."""
+    """JMS 2.0 §7.3.7: close() returns only after every completion callback of the session's asynchronous
+    sends has returned (before, they ran after close, and one could be lost when the session's thread had
+    already finished)."""
     import threading
 
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
@@ -437,5 +438,78 @@ def test_session_close_right_after_asynchronous_sends_runs_every_completion_call
     for i in range(total):
         producer.send(session.createTextMessage(str(i)), completionListener=Listener())
     session.close()
-    assert all_done.wait(20), f"{len(completed)} of {total} completion callbacks ran, failures: {failed}"
+    assert len(completed) == total, (
+        f"close() returned with {len(completed)} of {total} callbacks run: {failed}"
+    )
     assert not failed
+
+
+def test_commit_returns_after_the_transactions_completion_callbacks(
+    connection: Connection, unique_name: str
+) -> None:
+    """JMS 2.0 §7.3.7: commit() returns only once each asynchronous send's callback has returned."""
+    session = connection.createSession(True, Session.SESSION_TRANSACTED)
+    producer = session.createProducer(session.createQueue(unique_name))
+    completed: list[object] = []
+
+    class Listener:
+        def onCompletion(self, message: object) -> None:
+            completed.append(message)
+
+        def onException(self, message: object, exception: Exception) -> None:
+            completed.append(exception)
+
+    for i in range(50):
+        producer.send(session.createTextMessage(str(i)), completionListener=Listener())
+    session.commit()
+    assert len(completed) == 50, f"commit() returned with {len(completed)} of 50 callbacks run"
+    assert all(not isinstance(c, Exception) for c in completed)
+
+
+def test_a_callback_cannot_close_commit_or_roll_back_its_own_session(
+    connection: Connection, unique_name: str
+) -> None:
+    """JMS 2.0 §7.3.8 and §4.4.1: IllegalStateException instead of waiting for itself; the session stays usable."""
+    import threading
+
+    from jmslike import IllegalStateException
+
+    session = connection.createSession(True, Session.SESSION_TRANSACTED)
+    queue = session.createQueue(unique_name)
+    refused: list[str] = []
+    done = threading.Event()
+
+    class Listener:
+        def onCompletion(self, message: object) -> None:
+            for name, call in (
+                ("close", session.close),
+                ("commit", session.commit),
+                ("rollback", session.rollback),
+            ):
+                try:
+                    call()
+                except IllegalStateException:
+                    refused.append(name)
+            done.set()
+
+        def onException(self, message: object, exception: Exception) -> None:
+            done.set()
+
+    session.createProducer(queue).send(session.createTextMessage("x"), completionListener=Listener())
+    session.commit()
+    assert done.is_set() and refused == ["close", "commit", "rollback"]
+    listening = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    closes: list[BaseException] = []
+    heard = threading.Event()
+
+    def on_message(message: object) -> None:
+        try:
+            listening.close()
+        except IllegalStateException as exc:
+            closes.append(exc)
+        heard.set()
+
+    listening.createConsumer(queue).setMessageListener(on_message)
+    assert heard.wait(RECEIVE_MS / 1000), "the committed message never reached the listener"
+    assert len(closes) == 1, "a MessageListener closing its own session must get IllegalStateException"
+    listening.close()
