@@ -696,7 +696,11 @@ class Session(SessionDomainMethods):
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
         self._refuse_in_callback("commit()")
-        self._settle_callbacks()  # the transaction's asynchronous sends are confirmed before COMMIT
+        if not self._settle_callbacks():  # the transaction's asynchronous sends are confirmed before COMMIT
+            raise JMSException(
+                "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
+                "was not committed; call rollback() and send again"
+            )
         if self._rollback_only is not None:
             reason = self._rollback_only
             self._rollback_local(redeliver=True)
@@ -923,12 +927,12 @@ class Session(SessionDomainMethods):
             self._cond.notify_all()
         self._window.release()
 
-    def _settle_callbacks(self) -> None:
+    def _settle_callbacks(self) -> bool:
         """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this
-        session is settled and its completion callback has returned. Bounded by the receipt timeout: a
-        broker that never answers makes the send's callback an error (sent when, if ever, it answers)
-        rather than a hang. On the session's own thread (a MessageListener that commits) the queued
-        callbacks run here, since they would otherwise wait behind the caller."""
+        session is settled and its completion callback has returned. Bounded by the receipt timeout, never a
+        hang: False when sends were still unconfirmed then (commit refuses to go on; close goes on, and a
+        later receipt runs no callback). On the session's own thread (a MessageListener that commits) the
+        queued callbacks run here, since they would otherwise wait behind the caller."""
         deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
         mine = self.on_dispatch_thread()
         with self._cond:
@@ -944,10 +948,11 @@ class Session(SessionDomainMethods):
                         self._cond.acquire()
                 pending = self._in_flight > 0 or self._tasks or (self._in_callback and not mine)
                 remaining = deadline - time.monotonic()
-                if not pending or remaining <= 0:
-                    if pending:
-                        log.warning("asynchronous sends still unsettled after the receipt timeout")
-                    return
+                if not pending:
+                    return True
+                if remaining <= 0:
+                    log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
+                    return False
                 self._cond.wait(remaining)
 
     def _refuse_in_callback(self, action: str) -> None:
