@@ -64,13 +64,14 @@ class ConnectionMetaData:
         self._stomp_version = stomp_version
 
     def getJMSVersion(self) -> str:
-        return "1.1"
+        """2.0: the JMS 2.0 API is here (docs/jms2.md lists what a broker refuses)."""
+        return "2.0"
 
     def getJMSMajorVersion(self) -> int:
-        return 1
+        return 2
 
     def getJMSMinorVersion(self) -> int:
-        return 1
+        return 0
 
     def getJMSProviderName(self) -> str:
         return f"jmslike ({self._adapter.display_name})"
