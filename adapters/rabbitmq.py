@@ -322,8 +322,14 @@ class RabbitMQAdapter(StompDialect):
         management = self.management()
         queues = management.queue_names(self._vhost, shared_prefix(client_id, name, True))
         if not queues:
-            owner = "without a client ID" if client_id is None else f"for client ID {client_id!r}"
-            raise InvalidDestinationException(f"no durable subscription {name!r} exists {owner}")
+            if client_id is None:
+                raise InvalidDestinationException(
+                    f"no shared durable subscription {name!r} exists without a client ID (an unshared durable "
+                    "subscription is found by its client ID: call connection.setClientID(...) first)"
+                )
+            raise InvalidDestinationException(
+                f"no durable subscription {name!r} exists for client ID {client_id!r}"
+            )
         for queue in queues:
             if not management.delete_queue(self._vhost, queue, if_unused=True):
                 raise IllegalStateException(

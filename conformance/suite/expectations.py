@@ -76,6 +76,14 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("jms2.delivery-delay-persistent-survives", "rabbitmq"): Expectation("unsupported", _RABBIT_NO_DELAY),
     ("jms2.shared-durable-subscription", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
     ("jms2.shared-durable-subscription", "artemis"): Expectation("unsupported", _ARTEMIS_NO_SHARED),
+    ("jms2.shared-nondurable-ends-with-last-consumer", "activemq"): Expectation(
+        "unsupported", _AMQ_NO_SHARED
+    ),
+    ("jms2.shared-nondurable-ends-with-last-consumer", "artemis"): Expectation(
+        "unsupported", _ARTEMIS_NO_SHARED
+    ),
+    ("jms2.shared-unshared-name-clash", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
+    ("jms2.shared-unshared-name-clash", "artemis"): Expectation("unsupported", _ARTEMIS_NO_SHARED),
     ("faults.kill-with-traffic", "rabbitmq", "kill"): Expectation("deviation", _RABBIT_ACK_KILL),
     ("faults.repeated-restarts-with-traffic", "rabbitmq", "kill"): Expectation("deviation", _RABBIT_ACK_KILL),
 }

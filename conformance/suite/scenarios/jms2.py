@@ -9,10 +9,12 @@ from dataclasses import dataclass
 from jmslike import (
     BytesMessage,
     DeliveryMode,
+    IllegalStateException,
     IllegalStateRuntimeException,
     InvalidDestinationRuntimeException,
     JMSContext,
     JMSException,
+    JMSRuntimeException,
     MapMessage,
     Message,
     MessageFormatRuntimeException,
@@ -241,3 +243,97 @@ def legacy_requestor(ctx: Context) -> None:
     reply = requestor.request(session.createTextMessage("ping"), RECEIVE_MS)
     requestor.close()
     assert text_of(reply) == "pong"
+
+
+@scenario(
+    "jms2.shared-nondurable-ends-with-last-consumer",
+    category=CAT,
+    rule="A shared non-durable subscription exists while it has a consumer: what is published after its "
+    "last consumer closed is not kept for the next one",
+    section=f"{SEC} §8.3.2 (shared non-durable subscriptions)",
+)
+def shared_nondurable(ctx: Context) -> None:
+    context = _context(ctx)
+    topic = context.createTopic(ctx.name("t"))
+    name = ctx.name("s")
+    context.createSharedConsumer(topic, name).close()
+    context.createProducer().send(topic, "nobody listening")
+    consumer = context.createSharedConsumer(topic, name)
+    assert consumer.receiveNoWait() is None and consumer.receive(400) is None, "kept without a consumer"
+
+
+@scenario(
+    "jms2.shared-unshared-name-clash",
+    category=CAT,
+    rule="A shared durable and an unshared durable subscription may not have the same name and client ID",
+    section=f"{SEC} §8.3.4",
+)
+def shared_clash(ctx: Context) -> None:
+    context = _context(ctx)
+    context.setClientID(ctx.client_id())
+    topic = context.createTopic(ctx.name("t"))
+    name = ctx.name("s")
+    context.createSharedDurableConsumer(topic, name).close()
+    expect_raises(
+        JMSRuntimeException, lambda: context.createDurableConsumer(topic, name), "unshared after shared"
+    )
+    context.unsubscribe(name)
+    context.createDurableConsumer(topic, name).close()
+    expect_raises(
+        JMSRuntimeException, lambda: context.createSharedDurableConsumer(topic, name), "shared after"
+    )
+    context.unsubscribe(name)
+
+
+@scenario(
+    "jms2.close-waits-for-completion-callbacks",
+    category=CAT,
+    rule="Session.close() returns only after every CompletionListener of its asynchronous sends has returned",
+    section=f"{SEC} §7.3.7 (close and asynchronous send)",
+    quick=True,
+)
+def close_waits(ctx: Context) -> None:
+    session = ctx.connect().createSession()
+    producer = session.createProducer(session.createQueue(ctx.name("q")))
+    completed: list[object] = []
+
+    class Listener:
+        def onCompletion(self, message: Message) -> None:
+            completed.append(message)
+
+        def onException(self, message: Message, exception: JMSException) -> None:
+            completed.append(exception)
+
+    for i in range(200):
+        producer.send(session.createTextMessage(str(i)), completionListener=Listener())
+    session.close()
+    assert len(completed) == 200, f"close() returned with {len(completed)} of 200 callbacks run"
+    assert not [c for c in completed if isinstance(c, JMSException)], "a send failed"
+
+
+@scenario(
+    "jms2.callback-cannot-close-own-session",
+    category=CAT,
+    rule="A CompletionListener that closes or commits its own session gets IllegalStateException",
+    section=f"{SEC} §7.3.8",
+)
+def callback_close(ctx: Context) -> None:
+    session = ctx.connect().createSession(Session.SESSION_TRANSACTED)
+    refused: list[str] = []
+
+    class Listener:
+        def onCompletion(self, message: Message) -> None:
+            for what, call in (("close", session.close), ("commit", session.commit)):
+                try:
+                    call()
+                except IllegalStateException:
+                    refused.append(what)
+
+        def onException(self, message: Message, exception: JMSException) -> None:
+            refused.append(f"send failed: {exception}")
+
+    producer = session.createProducer(session.createQueue(ctx.name("q")))
+    producer.send(session.createTextMessage("x"), completionListener=Listener())
+    session.commit()
+    assert refused == ["close", "commit"], f"expected both refused, got {refused}"
+    session.close()
