@@ -24,21 +24,34 @@ StompSubscription; confirmed by the integration tests):
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 
+from jmslike import selector as selectors
 from jmslike.body_codec import decode_body, encode_body
 from jmslike.config import ConnectionConfig
-from jmslike.contract import Capabilities, Frame, IncomingMessage, OutgoingMessage, SubscriptionSpec, Wire
+from jmslike.contract import (
+    Capabilities,
+    Frame,
+    IncomingMessage,
+    OutgoingMessage,
+    SelectorSupport,
+    SubscriptionSpec,
+    Wire,
+)
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
 from jmslike.messages import MapMessage
 from jmslike.properties import TypedValue
+from jmslike.selector import Selector
 from jmslike.serializers import SerializerRegistry
 from jmslike.topics import TopicSyntax
 
 from . import activemq_map
 from .dialect import STANDARD_HEADERS, StompDialect
 
+# Prefix of the stand-in broker selector for a selector jmslike evaluates (selector_placement).
+CLIENT_SELECTOR_TAG = "jmslike-client-selector:"
 # ActiveMQ's scheduled-delivery property (ScheduledMessage.AMQ_SCHEDULED_DELAY), in ms.
 SCHEDULED_DELAY_HEADER = "AMQ_SCHEDULED_DELAY"
 
@@ -102,6 +115,13 @@ class ActiveMQAdapter(StompDialect):
         # Set from the URL in connect_headers (a fresh adapter serves each connection).
         self._map_transformation = False
 
+    def selector_placement(self, selector: Selector) -> SelectorSupport:
+        """ActiveMQ evaluates a selector on STOMP's string properties: comparisons convert, arithmetic does
+        not ("Cannot call multiply operation on: 5 and: 2"). On a topic that fails the *publisher's* SEND,
+        on a queue it silently matches nothing. Such selectors are jmslike's to evaluate (topics), or
+        refused (queues: a client-side filter would consume other consumers' messages)."""
+        return "client" if selector.computes else "broker"
+
     def delay_headers(self, delay_ms: int) -> dict[str, str]:
         """The scheduler's property; STOMP carries it as a string, which the scheduler converts."""
         return {SCHEDULED_DELAY_HEADER: str(delay_ms)}
@@ -129,6 +149,12 @@ class ActiveMQAdapter(StompDialect):
 
     def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
         headers = super().subscribe_headers(spec)
+        if spec.selector and selectors.parse(spec.selector).computes:
+            # Evaluated by jmslike (selector_placement). The broker gets an always-true stand-in that still
+            # names the selector, so a durable subscription is re-created when it changes (JMS: change =
+            # delete + create), as ActiveMQ does for the selectors it evaluates itself.
+            digest = hashlib.sha256(spec.selector.encode()).hexdigest()[:16]
+            headers["selector"] = f"'{CLIENT_SELECTOR_TAG}{digest}' = '{CLIENT_SELECTOR_TAG}{digest}'"
         headers["activemq.prefetchSize"] = str(max(1, spec.prefetch))
         if spec.durable_name is not None:
             headers["activemq.subscriptionName"] = spec.durable_name

@@ -21,6 +21,7 @@ from jmslike.contract import (
     Frame,
     IncomingMessage,
     OutgoingMessage,
+    SelectorSupport,
     SubscriptionRegistry,
     SubscriptionSpec,
     Wire,
@@ -36,6 +37,7 @@ from jmslike.exceptions import (
     MessageFormatException,
     ResourceAllocationException,
 )
+from jmslike.selector import Selector
 from jmslike.topics import TopicSyntax, to_broker
 
 # jmslike's own headers: a stable message ID (brokers' message-id changes on redelivery on some brokers
@@ -228,6 +230,10 @@ class StompDialect:
             headers[DELIVERY_TIME_HEADER] = str(message.delivery_time)
             headers.update(self.delay_headers(message.delivery_delay))
         return headers
+
+    def selector_placement(self, selector: Selector) -> SelectorSupport:
+        """Default: where the capability says, for every selector."""
+        return self.capabilities.selectors
 
     def delay_headers(self, delay_ms: int) -> dict[str, str]:
         """The headers that make the broker hold a message back ``delay_ms``; brokers with

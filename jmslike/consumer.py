@@ -41,7 +41,7 @@ class MessageConsumer:
         self.spec = spec
         self._selector = selector
         self._client_filter = (
-            selector is not None and session.connection.adapter.capabilities.selectors == "client"
+            selector is not None and session.connection.adapter.selector_placement(selector) == "client"
         )
         capabilities = session.connection.adapter.capabilities
         self._client_no_local = spec.no_local and not capabilities.no_local

@@ -18,6 +18,7 @@ from jmslike.topics import TopicSyntax
 if TYPE_CHECKING:
     from jmslike.config import ConnectionConfig
     from jmslike.exceptions import JMSException
+    from jmslike.selector import Selector
     from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
 SelectorSupport = Literal["broker", "client", "none"]
@@ -245,6 +246,10 @@ class Adapter(Protocol):
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame: ...
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]: ...
+
+    def selector_placement(self, selector: Selector) -> SelectorSupport:
+        """Where ``selector`` is evaluated: ``capabilities.selectors`` unless this selector is one the broker
+        cannot evaluate right (then "client": jmslike filters, on topics only)."""
 
     def read_retained(self, wire: Wire, store: Queue, browse: Browse) -> list[bytes]:
         """The bodies of the retained-publication copies in the store queue(s) ``store`` names (a broker

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Final, TypeGuard, assert_never
 
@@ -161,7 +161,7 @@ class Selector:
     """A parsed, valid message selector. Immutable; safe to share between threads. Build it with
     :func:`parse`."""
 
-    __slots__ = ("_evaluate", "_expression", "identifiers", "text")
+    __slots__ = ("_evaluate", "_expression", "computes", "identifiers", "text")
 
     def __init__(self, text: str, expression: Expression) -> None:
         self.text: str = text
@@ -169,6 +169,9 @@ class Selector:
         self._expression = expression
         self.identifiers: frozenset[str] = _identifiers(expression)
         """Every identifier the selector uses: header fields (``JMSPriority``...) and property names."""
+        self.computes: bool = _computes(expression)
+        """Whether it does arithmetic on message values (``price * qty > 100``): brokers that see STOMP's
+        string properties may not be able to (ActiveMQ Classic; see ``Adapter.selector_placement``)."""
         self._evaluate = _compile(expression)
 
     def matches(self, lookup: Lookup) -> bool:
@@ -947,14 +950,13 @@ def _in(name: str, values: frozenset[str], negated: bool) -> _Evaluator:
     return evaluate
 
 
-def _identifiers(root: Expression) -> frozenset[str]:
-    names: set[str] = set()
+def _nodes(root: Expression) -> Iterator[Expression]:
+    """Every node of the tree (iteratively: a deep selector must not exhaust the call stack)."""
     pending: list[Expression] = [root]
     while pending:
         node = pending.pop()
+        yield node
         match node:
-            case Identifier(name):
-                names.add(name)
             case Sign(_, operand) | Not(operand) | IsNull(operand, _) | Like(operand) | In(operand):
                 pending.append(operand)
             case Arithmetic(operands) | And(operands) | Or(operands):
@@ -963,7 +965,18 @@ def _identifiers(root: Expression) -> frozenset[str]:
                 pending += (left, right)
             case Between(operand, low, high):
                 pending += (operand, low, high)
-    return frozenset(names)
+
+
+def _identifiers(root: Expression) -> frozenset[str]:
+    return frozenset(node.name for node in _nodes(root) if isinstance(node, Identifier))
+
+
+def _computes(root: Expression) -> bool:
+    """Arithmetic on a value that is not a literal: ``price * qty``, ``-price``."""
+    return any(
+        isinstance(node, Arithmetic) or (isinstance(node, Sign) and not isinstance(node.operand, Constant))
+        for node in _nodes(root)
+    )
 
 
 # --------------------------------------------------------------------------------------------------

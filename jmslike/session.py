@@ -423,12 +423,21 @@ class Session(SessionDomainMethods):
         if text is None or (isinstance(text, str) and not text.strip()):
             return None
         parsed = selectors.parse(text)
-        support = self._connection.adapter.capabilities.selectors
+        support = self._connection.adapter.selector_placement(parsed)
         if support == "none":
             raise UnsupportedFeatureException(self._connection.adapter.display_name, "message selectors")
         if support == "client" and isinstance(destination, Queue):
+            adapter = self._connection.adapter
+            if adapter.capabilities.selectors == "broker":  # this selector only: it computes
+                raise UnsupportedFeatureException(
+                    adapter.display_name,
+                    "arithmetic in selectors on queues",
+                    f"{parsed.text!r} computes on property values, which this broker cannot do on STOMP's string "
+                    "properties, and a client-side filter would consume other consumers' messages; compare "
+                    "values without arithmetic, or have the producer set the computed value as a property",
+                )
             raise UnsupportedFeatureException(
-                self._connection.adapter.display_name,
+                adapter.display_name,
                 "selectors on queues",
                 "the broker cannot filter and a client-side filter would consume other consumers' messages",
             )

@@ -58,12 +58,6 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("order.priority-overtakes", "rabbitmq"): Expectation(
         "deviation", _NO_PRIORITY.format(broker="RabbitMQ", option="x-max-priority queue argument")
     ),
-    ("sel.arithmetic-between", "activemq"): Expectation(
-        "deviation",
-        "ActiveMQ evaluates a subscriber's selector when a message is published; STOMP properties are "
-        "strings and its string conversion covers comparisons but not arithmetic, so 'price * qty ...' "
-        "makes the publisher's SEND fail ('Cannot call multiply operation')",
-    ),
     ("subs.inactive-not-stored", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ cannot filter: a persistence-filtered subscription's queue stores every message while "

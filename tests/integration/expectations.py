@@ -71,6 +71,15 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
     ("shared-subscriptions", "artemis"): Expectation(
         "unsupported", "shared subscriptions are not mapped onto Artemis's STOMP yet: jmslike refuses"
     ),
+    ("queue-computing-selector", "activemq"): Expectation(
+        "unsupported",
+        "ActiveMQ Classic cannot compute on STOMP's string properties (a queue selector with arithmetic "
+        "silently matches nothing), and a client-side filter would consume other consumers' messages",
+    ),
+    ("queue-computing-selector", "rabbitmq"): Expectation(
+        "unsupported",
+        "RabbitMQ has no selectors; filtering a queue client-side would consume others' messages",
+    ),
     ("delivery-delay", "rabbitmq"): Expectation(
         "unsupported",
         "RabbitMQ has no scheduled delivery without the delayed-message plugin; jmslike refuses rather than "

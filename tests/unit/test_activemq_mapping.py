@@ -358,3 +358,22 @@ def test_rabbitmq_has_no_delivery_delay_to_map_onto() -> None:
     with pytest.raises(NotImplementedError):
         rabbit.delay_headers(1000)
     assert ArtemisAdapter().delay_headers(10) == {"AMQ_SCHEDULED_DELAY": "10"}
+
+
+def test_a_computing_selector_is_evaluated_by_jmslike_and_the_broker_gets_a_named_stand_in() -> None:
+    from jmslike.selector import parse
+
+    assert adapter.selector_placement(parse("price * qty > 10")) == "client"
+    assert adapter.selector_placement(parse("price > 10")) == "broker"
+    spec = SubscriptionSpec(sub_id="s", destination=Topic("t"), selector="price * qty > 10")
+    stand_in = adapter.subscribe_headers(spec)["selector"]
+    left, _, right = stand_in.partition(" = ")
+    assert left == right and left.startswith("'jmslike-client-selector:")
+    other = adapter.subscribe_headers(
+        SubscriptionSpec(sub_id="s", destination=Topic("t"), selector="qty * 2 > 1")
+    )
+    assert other["selector"] != stand_in  # a changed selector changes what the broker compares
+    plain = adapter.subscribe_headers(
+        SubscriptionSpec(sub_id="s", destination=Topic("t"), selector="price > 10")
+    )
+    assert plain["selector"] == "price > 10"

@@ -1377,3 +1377,19 @@ def test_selector_like_text_parses_or_raises_invalid_selector(text: str) -> None
     except InvalidSelectorException:
         return
     assert isinstance(selector.render(), str)
+
+
+@pytest.mark.parametrize(
+    ("text", "computes"),
+    [
+        ("price * qty > 100", True),
+        ("-price < 0", True),
+        ("price + 1 BETWEEN 2 AND 3", True),
+        ("a = 1 AND (b > 2 OR c * 2 = 4)", True),
+        ("price > -5", False),
+        ("region = 'EU' AND price BETWEEN 1 AND 2", False),
+        ("JMSPriority > 4 OR name LIKE 'a%'", False),
+    ],
+)
+def test_computes_marks_arithmetic_on_message_values(text: str, computes: bool) -> None:
+    assert parse(text).computes is computes
