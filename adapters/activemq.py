@@ -24,7 +24,6 @@ StompSubscription; confirmed by the integration tests):
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 
 from jmslike import selector as selectors
@@ -48,10 +47,8 @@ from jmslike.serializers import SerializerRegistry
 from jmslike.topics import TopicSyntax
 
 from . import activemq_map
-from .dialect import STANDARD_HEADERS, StompDialect
+from .dialect import STANDARD_HEADERS, StompDialect, client_selector_stand_in
 
-# Prefix of the stand-in broker selector for a selector jmslike evaluates (selector_placement).
-CLIENT_SELECTOR_TAG = "jmslike-client-selector:"
 # ActiveMQ's scheduled-delivery property (ScheduledMessage.AMQ_SCHEDULED_DELAY), in ms.
 SCHEDULED_DELAY_HEADER = "AMQ_SCHEDULED_DELAY"
 
@@ -150,11 +147,7 @@ class ActiveMQAdapter(StompDialect):
     def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
         headers = super().subscribe_headers(spec)
         if spec.selector and selectors.parse(spec.selector).computes:
-            # Evaluated by jmslike (selector_placement). The broker gets an always-true stand-in that still
-            # names the selector, so a durable subscription is re-created when it changes (JMS: change =
-            # delete + create), as ActiveMQ does for the selectors it evaluates itself.
-            digest = hashlib.sha256(spec.selector.encode()).hexdigest()[:16]
-            headers["selector"] = f"'{CLIENT_SELECTOR_TAG}{digest}' = '{CLIENT_SELECTOR_TAG}{digest}'"
+            headers["selector"] = client_selector_stand_in(spec.selector)  # jmslike evaluates it
         headers["activemq.prefetchSize"] = str(max(1, spec.prefetch))
         if spec.durable_name is not None:
             headers["activemq.subscriptionName"] = spec.durable_name

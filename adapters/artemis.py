@@ -60,7 +60,15 @@ from typing import Any, Final, Protocol
 
 from jmslike import selector as selectors
 from jmslike.config import ConnectionConfig
-from jmslike.contract import Capabilities, Frame, IncomingMessage, OutgoingMessage, SubscriptionSpec, Wire
+from jmslike.contract import (
+    Capabilities,
+    Frame,
+    IncomingMessage,
+    OutgoingMessage,
+    SelectorSupport,
+    SubscriptionSpec,
+    Wire,
+)
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -77,7 +85,7 @@ from jmslike.exceptions import (
 from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, Not, Or
 from jmslike.topics import to_broker
 
-from .dialect import ID_HEADER, STANDARD_HEADERS, StompDialect
+from .dialect import ID_HEADER, STANDARD_HEADERS, StompDialect, client_selector_stand_in
 from .transport import StompWire
 
 # Artemis's STOMP header for scheduled delivery after a delay, in ms (StompUtils).
@@ -828,7 +836,15 @@ class ArtemisAdapter(StompDialect):
                 clause = no_local_clause(CLIENT_ID_HEADER, client_id)
             else:
                 clause = no_local_clause(CONNECTION_HEADER, self._origin)
+        if spec.selector and selectors.parse(spec.selector).computes:
+            return combine_filters(client_selector_stand_in(spec.selector), clause)  # jmslike evaluates it
         return combine_filters(artemis_selector(spec.selector), clause)
+
+    def selector_placement(self, selector: selectors.Selector) -> SelectorSupport:
+        """Artemis's core filter cannot compute on STOMP's string properties either (seen on 2.21: a topic
+        subscriber with ``price * qty BETWEEN 10 AND 20`` got nothing): jmslike evaluates such selectors on
+        topics and refuses them on queues, as on ActiveMQ."""
+        return "client" if selector.computes else "broker"
 
     def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
         if spec.browser:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import re
 from collections.abc import Callable, Mapping
 
@@ -53,6 +54,17 @@ ORIGIN_HEADER = "jmslike-origin"
 # JMSDeliveryTime of a delayed message: brokers keep no such header, receivers need it (JMS 2.0 §3.4.13).
 DELIVERY_TIME_HEADER = "jmslike-delivery-time"
 _UNCARRIABLE = re.compile("[\x00\r]")
+# Prefix of the stand-in broker selector for a selector jmslike evaluates itself (client_selector_stand_in).
+CLIENT_SELECTOR_TAG = "jmslike-client-selector:"
+
+
+def client_selector_stand_in(selector: str) -> str:
+    """What the broker gets for a selector jmslike evaluates itself (``selector_placement`` "client" on a
+    broker that filters): always TRUE, yet naming the selector, so a broker that re-creates a durable
+    subscription when its selector changes (JMS: change = delete + create) still sees the change."""
+    tag = CLIENT_SELECTOR_TAG + hashlib.sha256(selector.encode()).hexdigest()[:16]
+    return f"'{tag}' = '{tag}'"
+
 
 # Headers that carry STOMP protocol or JMS header fields: never user properties.
 STANDARD_HEADERS = frozenset(

@@ -143,13 +143,15 @@ def delivery_delay(ctx: Context) -> None:
     queue = context.createQueue(ctx.name("q"))
     consumer = context.createConsumer(queue)
     producer = context.createProducer()
-    producer.setDeliveryDelay(DELAY_MS).send(queue, "later")
+    later = context.createTextMessage("later")
+    producer.setDeliveryDelay(DELAY_MS).send(queue, later)
     producer.setDeliveryDelay(0).send(queue, "now")
     first = consumer.receive(RECEIVE_MS)
     assert text_of(first) == "now", "the delayed message was delivered before an undelayed one sent after it"
     delayed = consumer.receive(RECEIVE_MS + DELAY_MS)
     assert text_of(delayed) == "later" and delayed is not None
-    assert delayed.getJMSDeliveryTime() == delayed.getJMSTimestamp() + DELAY_MS
+    assert later.getJMSDeliveryTime() == later.getJMSTimestamp() + DELAY_MS, "JMSDeliveryTime not stamped"
+    assert delayed.getJMSDeliveryTime() == later.getJMSDeliveryTime(), "JMSDeliveryTime changed in transit"
     assert time.time() * 1000 >= delayed.getJMSDeliveryTime() - 50, "delivered before its delivery time"
 
 
