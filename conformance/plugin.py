@@ -37,6 +37,7 @@ from jmslike.conformance.brokers import (
     check_kind,
     check_launcher,
     create,
+    default_kinds,
     launch,
 )
 from jmslike.conformance.brokers.external import urls_from_spec
@@ -49,7 +50,9 @@ MARKERS: Final[dict[str, str]] = {
     "docker": "needs a Docker engine",
     "java": "needs Java and the ActiveMQ client jars",
 }
-DEFAULT_BROKERS: Final = "activemq,rabbitmq"
+_DEFAULT_KINDS, _DEFAULT_NOTE = default_kinds()
+#: ActiveMQ and RabbitMQ, and Artemis when ARTEMIS_HOME names a distribution (else _DEFAULT_NOTE says why not).
+DEFAULT_BROKERS: Final = ",".join(_DEFAULT_KINDS)
 BROKER_FIXTURES: Final = ("broker", "fresh_broker")
 
 
@@ -136,6 +139,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("JMSLIKE_BROKER_KILL_CMD"),
         help="shell command killing an external broker (env JMSLIKE_BROKER_KIND/URL/HOST/PORT)",
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    settings = _settings(config)
+    line = f"jmslike brokers: {', '.join(settings.kinds)} ({settings.launcher} launcher)"
+    if "artemis" not in settings.kinds and _DEFAULT_NOTE is not None:
+        line += f"\n{_DEFAULT_NOTE}"
+    return line
 
 
 def pytest_configure(config: pytest.Config) -> None:

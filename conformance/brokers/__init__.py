@@ -2,7 +2,7 @@
 
 ``launch(kind, launcher="process", **options)`` is the entry point; it returns a started
 :class:`BrokerHandle`. Launchers: ``process`` (ActiveMQ Classic and RabbitMQ installed on this
-machine, see :mod:`.activemq` and :mod:`.rabbitmq`), ``docker`` (:mod:`.docker`) and ``external``
+machine, see :mod:`.activemq` and :mod:`.rabbitmq`; Artemis from ``$ARTEMIS_HOME``, :mod:`.artemis`), ``docker`` (:mod:`.docker`) and ``external``
 (a broker given by URL, :mod:`.external`). This package must not import the jmslike API: it is what
 the API is tested against.
 """
@@ -46,10 +46,19 @@ __all__ = [
     "check_kind",
     "check_launcher",
     "create",
+    "default_kinds",
     "launch",
 ]
 
-ARTEMIS_PROCESS_REASON = "artemis: no local install; use --broker-launcher docker or external"
+
+def default_kinds() -> tuple[tuple[BrokerKind, ...], str | None]:
+    """The brokers a run covers when none are named: ActiveMQ and RabbitMQ, plus Artemis when
+    ``ARTEMIS_HOME`` names a distribution; and, when Artemis is left out, the reason to print."""
+    from jmslike.conformance.brokers.artemis import ARTEMIS_HOME_REASON, find_artemis_home
+
+    if find_artemis_home() is None:
+        return ("activemq", "rabbitmq"), ARTEMIS_HOME_REASON
+    return ("activemq", "rabbitmq", "artemis"), None
 
 
 def create(kind: str, launcher: str = "process", **options: Any) -> BrokerHandle:
@@ -70,7 +79,9 @@ def create(kind: str, launcher: str = "process", **options: Any) -> BrokerHandle
             from jmslike.conformance.brokers.rabbitmq import RabbitMQBroker
 
             return RabbitMQBroker(**options)
-        raise LauncherUnavailableError(ARTEMIS_PROCESS_REASON)
+        from jmslike.conformance.brokers.artemis import ArtemisBroker
+
+        return ArtemisBroker(**options)  # LauncherUnavailableError saying why when ARTEMIS_HOME is unset
     if checked_launcher == "docker":
         from jmslike.conformance.brokers.docker import DockerBroker
 

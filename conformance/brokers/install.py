@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from jmslike.conformance.brokers.activemq import find_activemq_home, find_java
+from jmslike.conformance.brokers.artemis import check_artemis_home, find_artemis_home
 from jmslike.conformance.brokers.base import BrokerKind, BrokerNotInstalledError
 from jmslike.conformance.brokers.rabbitmq import find_rabbitmq_server
 
@@ -29,7 +30,8 @@ APT_PACKAGES: Final[Mapping[BrokerKind, tuple[str, ...]]] = {
 }
 ARTEMIS_MESSAGE: Final = (
     "artemis: ActiveMQ Artemis is not packaged for Debian/Ubuntu and cannot be installed by apt-get. "
-    "Run it with --broker-launcher docker (image apache/activemq-artemis, needs a Docker engine) or "
+    "Set ARTEMIS_HOME to an unpacked Artemis distribution (the process launcher then runs it), or use "
+    "--broker-launcher docker (image apache/activemq-artemis, needs a Docker engine) or "
     "--broker-launcher external --broker-url artemis=artemis://HOST:61613 (a broker you run yourself)."
 )
 
@@ -59,8 +61,11 @@ def plan_install(kinds: Sequence[BrokerKind], facts: Facts) -> InstallPlan:
     ok = True
     for kind in kinds:
         if kind == "artemis":
-            messages[kind] = ARTEMIS_MESSAGE
-            ok = False
+            if facts.installed.get(kind, False):
+                messages[kind] = "artemis: the distribution ARTEMIS_HOME names (the process launcher runs it)"
+            else:
+                messages[kind] = ARTEMIS_MESSAGE
+                ok = False
             continue
         if facts.installed.get(kind, False):
             messages[kind] = f"{kind}: installed"
@@ -89,7 +94,10 @@ def is_installed(kind: BrokerKind) -> bool:
         elif kind == "rabbitmq":
             find_rabbitmq_server()
         else:
-            return False
+            home = find_artemis_home()
+            if home is None:
+                return False
+            check_artemis_home(home)
     except BrokerNotInstalledError:
         return False
     return True

@@ -278,8 +278,11 @@ def test_external_needs_url(monkeypatch: pytest.MonkeyPatch) -> None:
     assert create("activemq", "external").url == "activemq://h:5"
 
 
-def test_artemis_process_launcher_is_unavailable() -> None:
-    with pytest.raises(LauncherUnavailableError, match="use --broker-launcher docker or external"):
+def test_artemis_process_launcher_is_unavailable_without_artemis_home(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ARTEMIS_HOME", raising=False)
+    with pytest.raises(LauncherUnavailableError, match=r"ARTEMIS_HOME is not set.*docker or external"):
         create("artemis")
 
 
@@ -343,7 +346,9 @@ def test_install_plan() -> None:
     assert "apt-get install -y rabbitmq-server" in not_root.messages["rabbitmq"]
     artemis = plan_install(["artemis"], facts)
     assert not artemis.ok and artemis.messages["artemis"] == ARTEMIS_MESSAGE
-    assert "docker" in ARTEMIS_MESSAGE and "external" in ARTEMIS_MESSAGE
+    assert "docker" in ARTEMIS_MESSAGE and "external" in ARTEMIS_MESSAGE and "ARTEMIS_HOME" in ARTEMIS_MESSAGE
+    with_home = plan_install(["artemis"], Facts(installed={"artemis": True}, is_root=False, has_apt=False))
+    assert with_home.ok and "ARTEMIS_HOME" in with_home.messages["artemis"]
 
 
 # -- readiness frames --------------------------------------------------------------------------------
@@ -357,3 +362,49 @@ def test_connect_frame_and_replies() -> None:
     error = parse_reply(b"ERROR\nmessage:Access refused\n\nbad login\x00")
     assert not error.ready and "Access refused" in error.detail
     assert not parse_reply(b"HTTP/1.1 400 Bad Request\r\n").ready
+
+
+# -- Artemis from ARTEMIS_HOME -----------------------------------------------------------------------
+
+_GENERATED_BROKER_XML = """<configuration><core><acceptors>
+         <acceptor name="artemis">tcp://0.0.0.0:61616?protocols=CORE,AMQP,STOMP;useEpoll=true</acceptor>
+         <acceptor name="amqp">tcp://0.0.0.0:5672?protocols=AMQP</acceptor>
+         <acceptor name="stomp">tcp://0.0.0.0:61613?tcpSendBufferSize=1048576;protocols=STOMP;useEpoll=true</acceptor>
+         <acceptor name="hornetq">tcp://0.0.0.0:5445?protocols=HORNETQ,STOMP</acceptor>
+         <acceptor name="mqtt">tcp://0.0.0.0:1883?protocols=MQTT</acceptor>
+</acceptors></core></configuration>"""
+
+
+def test_artemis_broker_xml_keeps_only_stomp_on_loopback_and_is_idempotent() -> None:
+    from jmslike.conformance.brokers.artemis import configure_broker_xml
+
+    once = configure_broker_xml(_GENERATED_BROKER_XML, "127.0.0.1", 40001)
+    assert once.count("<acceptor ") == 1
+    assert '<acceptor name="stomp">tcp://127.0.0.1:40001?tcpSendBufferSize=1048576;protocols=STOMP' in once
+    assert "0.0.0.0" not in once
+    assert configure_broker_xml(once, "127.0.0.1", 40002).count("127.0.0.1:40002") == 1
+    with pytest.raises(ValueError, match="STOMP acceptor"):
+        configure_broker_xml("<configuration/>", "127.0.0.1", 1)
+
+
+def test_artemis_profile_heap() -> None:
+    from jmslike.conformance.brokers.artemis import configure_profile
+
+    text = 'JAVA_ARGS="-XX:+UseG1GC -Xms512M -Xmx2G -Dhawtio.offline=true"'
+    assert "-Xms256M -Xmx1024M" in configure_profile(text, 1024)
+    assert configure_profile(configure_profile(text, 512), 512).count("-Xmx512M") == 1
+    with pytest.raises(ValueError):
+        configure_profile("JAVA_ARGS=''", 512)
+
+
+def test_artemis_without_home_is_unavailable_with_the_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    from jmslike.conformance.brokers import create, default_kinds
+    from jmslike.conformance.brokers.artemis import ARTEMIS_HOME_REASON
+
+    monkeypatch.delenv("ARTEMIS_HOME", raising=False)
+    with pytest.raises(LauncherUnavailableError) as raised:
+        create("artemis")
+    assert raised.value.reason == ARTEMIS_HOME_REASON and "ARTEMIS_HOME" in ARTEMIS_HOME_REASON
+    assert default_kinds() == (("activemq", "rabbitmq"), ARTEMIS_HOME_REASON)
+    monkeypatch.setenv("ARTEMIS_HOME", "/nonexistent-artemis")
+    assert default_kinds() == (("activemq", "rabbitmq", "artemis"), None)

@@ -1,0 +1,168 @@
+"""ActiveMQ Artemis as a local process, from the distribution ``ARTEMIS_HOME`` names.
+
+Artemis is in no package registry these machines reach, so the project never installs or downloads it:
+the user points ``ARTEMIS_HOME`` at an unpacked distribution (the directory holding ``bin/artemis`` and
+``lib/``) and this launcher uses it. Without ``ARTEMIS_HOME`` every Artemis launch is refused with
+:data:`ARTEMIS_HOME_REASON`, which the pytest plugin and the conformance CLI print as their skip reason.
+
+Each handle gets a fresh broker instance: ``artemis create`` into the handle's private directory (once:
+the instance and its journal are kept across restarts), then the generated ``broker.xml`` keeps only the
+STOMP acceptor, on loopback and a free port (no web console, no core/AMQP/MQTT/HornetQ ports), and the JVM
+heap is sized for a small machine. ``bin/artemis run`` execs the JVM, so the spawned pid is the broker's:
+SIGTERM runs Artemis's shutdown hook (a clean journal close), SIGKILL is a crash that keeps the journal.
+Readiness is a real STOMP CONNECT with the instance's account.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Final
+
+from jmslike.conformance.brokers.base import (
+    DEFAULT_CREDENTIALS,
+    BrokerNotInstalledError,
+    LauncherUnavailableError,
+)
+from jmslike.conformance.brokers.ports import LOOPBACK, free_port
+from jmslike.conformance.brokers.process import BrokerProcess, LocalBroker, RunAs
+
+ARTEMIS_HOME_ENV: Final = "ARTEMIS_HOME"
+ARTEMIS_HOME_REASON: Final = (
+    "artemis: ARTEMIS_HOME is not set; point it at an unpacked ActiveMQ Artemis distribution (the directory "
+    "with bin/artemis and lib/) to run Artemis here, or use --broker-launcher docker or external"
+)
+# The acceptors `artemis create` writes besides STOMP: not needed by jmslike, and each would take a port.
+_OTHER_ACCEPTORS: Final = re.compile(r'\s*<acceptor name="(?!stomp")[^"]*">.*?</acceptor>', re.S)
+_STOMP_ACCEPTOR: Final = re.compile(r'(<acceptor name="stomp">)tcp://[^:<]+:\d+')
+_HEAP: Final = re.compile(r"-Xms\d+[MmGg] -Xmx\d+[MmGg]")
+
+
+def find_artemis_home(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+    """The Artemis distribution to use: ``explicit``, else ``$ARTEMIS_HOME``, else None (not available)."""
+    value = explicit if explicit is not None else os.environ.get(ARTEMIS_HOME_ENV)
+    return Path(value) if value else None
+
+
+def check_artemis_home(home: Path) -> None:
+    """Raise BrokerNotInstalledError unless ``home`` looks like an Artemis distribution."""
+    if not (home / "bin" / "artemis").is_file():
+        raise BrokerNotInstalledError(
+            f"artemis: {home} has no bin/artemis; ARTEMIS_HOME must name an Artemis distribution"
+        )
+    if not any((home / "lib").glob("artemis-server-*.jar")):
+        raise BrokerNotInstalledError(
+            f"artemis: {home}/lib has no artemis-server jar; is the distribution complete?"
+        )
+
+
+def configure_broker_xml(text: str, host: str, stomp_port: int) -> str:
+    """The generated broker.xml with only the STOMP acceptor, on ``host:stomp_port`` (pure; idempotent)."""
+    text = _OTHER_ACCEPTORS.sub("", text)
+    configured, count = _STOMP_ACCEPTOR.subn(rf"\g<1>tcp://{host}:{stomp_port}", text)
+    if count != 1:
+        raise ValueError(
+            "broker.xml has no STOMP acceptor to configure (did `artemis create` change its format?)"
+        )
+    return configured
+
+
+def configure_profile(text: str, heap_mb: int) -> str:
+    """artemis.profile with the JVM heap set to ``heap_mb`` (pure; idempotent)."""
+    configured, count = _HEAP.subn(f"-Xms{min(256, heap_mb)}M -Xmx{heap_mb}M", text)
+    if count == 0:
+        raise ValueError("artemis.profile has no -Xms/-Xmx in JAVA_ARGS to size the heap")
+    return configured
+
+
+class ArtemisBroker(LocalBroker):
+    """``launch("artemis")``: a private Artemis instance from ``ARTEMIS_HOME`` (see the module docstring)."""
+
+    start_timeout_s = 90.0
+
+    def __init__(
+        self,
+        *,
+        port: int | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        artemis_home: str | os.PathLike[str] | None = None,
+        heap_mb: int = 1024,
+        user: str | None = None,
+        password: str | None = None,
+        start_timeout_s: float | None = None,
+    ) -> None:
+        home = find_artemis_home(artemis_home)
+        if home is None:
+            raise LauncherUnavailableError(ARTEMIS_HOME_REASON)
+        default_user, default_password = DEFAULT_CREDENTIALS["artemis"]
+        super().__init__(
+            "artemis",
+            port=port if port is not None else free_port(),
+            user=user or default_user,
+            password=password or default_password,
+            data_dir=data_dir,
+            start_timeout_s=start_timeout_s,
+        )
+        self.home = home
+        self.heap_mb = heap_mb
+
+    @property
+    def instance(self) -> Path:
+        return self.base_dir / "instance"
+
+    def _check_installation(self) -> None:
+        check_artemis_home(self.home)
+
+    def _ports(self) -> dict[str, int]:
+        return {"stomp": self.port}
+
+    def _prepare(self) -> None:
+        if not (self.instance / "etc" / "broker.xml").is_file():
+            self._create_instance()
+        broker_xml = self.instance / "etc" / "broker.xml"
+        broker_xml.write_text(configure_broker_xml(broker_xml.read_text(), LOOPBACK, self.port))
+        profile = self.instance / "etc" / "artemis.profile"
+        profile.write_text(configure_profile(profile.read_text(), self.heap_mb))
+
+    def _create_instance(self) -> None:
+        """``artemis create`` with the handle's account (a test account: ``artemis create`` takes it only as
+        arguments, so it is visible to local ``ps`` for the second the command runs; never logged)."""
+        argv = [
+            str(self.home / "bin" / "artemis"),
+            "create",
+            "--silent",
+            "--force",
+            "--no-web",
+            "--require-login",
+            "--host",
+            LOOPBACK,
+            "--user",
+            self.user,
+            "--password",
+            self.password,
+            str(self.instance),
+        ]
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=self._env())
+        if result.returncode != 0 or not (self.instance / "etc" / "broker.xml").is_file():
+            raise BrokerNotInstalledError(
+                f"artemis: `artemis create` failed (exit {result.returncode}) with ARTEMIS_HOME={self.home}: "
+                f"{(result.stderr or result.stdout)[-2000:]}"
+            )
+
+    def _env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if not k.startswith("ARTEMIS_INSTANCE")}
+
+    def _command(self) -> tuple[list[str], dict[str, str], RunAs | None]:
+        return [str(self.instance / "bin" / "artemis"), "run"], self._env(), None
+
+    def _console_log(self) -> Path:
+        return self.base_dir / "console.log"
+
+    def _log_files(self) -> list[Path]:
+        return [self._console_log(), self.instance / "log" / "artemis.log"]
+
+    def _request_graceful_stop(self, proc: BrokerProcess, timeout_s: float) -> None:
+        # bin/artemis execs the JVM; SIGTERM runs the broker's shutdown hook (journal closed cleanly).
+        proc.popen.terminate()
