@@ -355,16 +355,7 @@ class Session(SessionDomainMethods):
             return
         client_id = self._require_client_id("unsubscribe")
         name = _check_subscription_name(name)
-        if name in self._connection.active_durable_names():
-            raise IllegalStateException(
-                f"durable subscription {name!r} has an open consumer; close the subscriber before unsubscribe"
-            )
-        for session in self._connection.sessions():
-            if session._holds_unacked(name):
-                raise IllegalStateException(
-                    f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "
-                    "acknowledge, commit or roll back before unsubscribe"
-                )
+        self._refuse_unsubscribe_in_use(name, self._connection.active_durable_names(), "durable subscription")
         try:
             adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
         except InvalidDestinationException:
@@ -379,17 +370,20 @@ class Session(SessionDomainMethods):
             registry.removed(client_id, name)
 
     def _unsubscribe_shared(self, client_id: str | None, name: str) -> None:
-        if name in self._connection.active_shared_durable_names():
-            raise IllegalStateException(
-                f"shared durable subscription {name!r} has an open consumer in this connection; close it "
-                "before unsubscribe"
-            )
+        active = self._connection.active_shared_durable_names()
+        self._refuse_unsubscribe_in_use(name, active, "shared durable subscription")
+        self._connection.adapter.delete_shared_durable(self._connection.wire_for_use(), client_id, name)
+
+    def _refuse_unsubscribe_in_use(self, name: str, active: set[str], what: str) -> None:
+        """JMS: unsubscribe is an error while the subscription has an open consumer here, or a message of it
+        is unacknowledged or in an open transaction (the broker checks other connections)."""
+        if name in active:
+            raise IllegalStateException(f"{what} {name!r} has an open consumer; close it before unsubscribe")
         if any(session._holds_unacked(name) for session in self._connection.sessions()):
             raise IllegalStateException(
-                f"a message of shared durable subscription {name!r} is unacknowledged or in an open "
-                "transaction; acknowledge, commit or roll back before unsubscribe"
+                f"a message of {what} {name!r} is unacknowledged or in an open transaction; acknowledge, "
+                "commit or roll back before unsubscribe"
             )
-        self._connection.adapter.delete_shared_durable(self._connection.wire_for_use(), client_id, name)
 
     def attach(self, consumer: MessageConsumer) -> MessageConsumer:
         """Register ``consumer`` with the connection and subscribe it on the broker (for the modules that
