@@ -38,6 +38,7 @@ from jmslike.exceptions import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
+    JMSTimeoutException,
     MessageFormatException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
@@ -679,22 +680,31 @@ class Session(SessionDomainMethods):
         """Remember a transactional send whose receipt the broker sends only after COMMIT."""
         self._deferred_receipts.append(pending)
 
-    def _await_deferred_receipts(self) -> None:
-        """After COMMIT: wait until the broker confirmed every message of the transaction."""
-        pending, self._deferred_receipts = self._deferred_receipts, []
+    def _await_deferred_receipts(self, pending: list[Any]) -> None:
+        """After COMMIT: wait until the broker confirmed every message of the transaction. ``pending`` was
+        taken before COMMIT: a connection loss meanwhile empties the session's list, and must not make
+        unconfirmed messages look confirmed."""
         deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
         for item in pending:
             if not item.done.wait(max(0.0, deadline - time.monotonic())):
                 raise JMSException(
                     "the broker committed the transaction but did not confirm all its messages in time; "
-                    "they may not be safe from a broker crash"
+                    "they may not be safe from a broker crash (in doubt)"
                 )
+            if isinstance(item.error, ConnectionLostException):
+                raise JMSException(
+                    "the broker committed the transaction, but the connection was lost before it confirmed all "
+                    "its messages: whether they are safe from a broker crash is unknown (in doubt)"
+                ) from item.error
             if item.error is not None:
                 raise JMSException(
                     f"the broker committed the transaction but refused one of its messages: {item.error}"
                 ) from item.error
 
     def commit(self) -> None:
+        """Commit; TransactionRolledBackException only when it is certain nothing was committed. When the
+        outcome is unknown (connection lost or no receipt after COMMIT was sent) a JMSException that says
+        so (ConnectionLostException for a loss); the session's next transaction then starts clean."""
         self._check_open()
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
@@ -704,41 +714,54 @@ class Session(SessionDomainMethods):
                 "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
                 "was not committed; call rollback() and send again"
             )
-        if self._rollback_only is not None:
-            reason = self._rollback_only
-            self._rollback_local(redeliver=True)
-            raise TransactionRolledBackException(f"the transaction was rolled back: {reason}")
+        # One consistent view: the receiver thread rewrites these when the connection is lost.
         with self._cond:
+            rollback_only, tx, epoch = self._rollback_only, self._tx, self._epoch
             consumed = list(self._unacked)
-        if not consumed and self._tx is None:
+            deferred = list(self._deferred_receipts)
+        if rollback_only is not None:
+            self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
+        if not consumed and tx is None:
             return
         acks_in_transaction = self._connection.adapter.capabilities.transactional_acks
         try:
-            tx = self.transaction_for_send()
-            assert tx is not None
+            if tx is None:  # only consumed messages: the broker transaction for their ACKs starts now
+                tx = self.transaction_for_send()
+                assert tx is not None
             wire = self._connection.wire_for_use()
             if acks_in_transaction:
                 for _, pending in consumed:
                     if not pending.incoming.local:
                         wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
+            with self._cond:
+                lost = self._epoch != epoch or self._rollback_only is not None
+            if lost:  # the broker dropped the transaction with the connection it was on
+                raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         try:
             wire.request(Frame("COMMIT", {"transaction": tx}))
         except ConnectionLostException as exc:
-            self._forget_transaction(consumed)
+            self._forget_transaction(consumed, in_doubt=True)
             raise ConnectionLostException(
                 "the connection was lost while committing; the outcome is unknown (the broker applies a "
                 "transaction all or nothing): messages consumed in it come back flagged redelivered if it "
                 "did not commit"
+            ) from exc
+        except JMSTimeoutException as exc:
+            self._forget_transaction(consumed, in_doubt=True)
+            raise JMSException(
+                "COMMIT was sent but the broker did not answer in time; the outcome is unknown (in doubt): "
+                "check before sending the transaction's messages again"
             ) from exc
         except JMSException as exc:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
         tasks, self._after_commit = self._after_commit, []
-        self._await_deferred_receipts()
+        self._await_deferred_receipts(deferred)
         for task in tasks:
             task()
         self._settle_callbacks()  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
@@ -750,11 +773,20 @@ class Session(SessionDomainMethods):
             except JMSException as exc:
                 self._connection.report(exc)
 
-    def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
+    def _forget_transaction(
+        self, consumed: list[tuple[MessageConsumer, Pending]], in_doubt: bool = False
+    ) -> None:
+        """The transaction is over: committed, or ``in_doubt`` (its outcome reported to the application).
+        A 'rollback only' that a connection loss left meanwhile was about this transaction, so it goes too:
+        the next transaction starts clean."""
         with self._cond:
             done = {id(p) for _, p in consumed}
             self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
             self._tx = None
+            self._deferred_receipts = []
+            self._rollback_only = None
+            if in_doubt:
+                self._after_commit = []
         self._release_closed()
 
     def rollback(self) -> None:
