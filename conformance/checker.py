@@ -246,6 +246,13 @@ class Violation:
     explanation: str
     message_id: str | None = None
     endpoint: str | None = None
+    # The behaviour class an expectation can name (conformance/suite/expectations.py): the invariant, or
+    # for I3 whether the acknowledged message came back flagged redelivered ("I3 flagged" / "I3 unflagged").
+    behaviour: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.behaviour:
+            object.__setattr__(self, "behaviour", self.invariant)
 
     def __str__(self) -> str:
         return f"{self.invariant}: {self.explanation}"
@@ -262,6 +269,10 @@ class CheckResult:
 
     def invariants(self) -> set[str]:
         return {v.invariant for v in self.violations}
+
+    def behaviours(self) -> frozenset[str]:
+        """The behaviour classes seen (``Violation.behaviour``): what a deviation must cover exactly."""
+        return frozenset(v.behaviour for v in self.violations)
 
     def summary(self, limit: int = 8) -> str:
         if not self.violations:
@@ -322,9 +333,14 @@ class _Checker:
                 chain[-1].deleted = op
 
     def add(
-        self, invariant: str, text: str, message_id: str | None = None, endpoint: str | None = None
+        self,
+        invariant: str,
+        text: str,
+        message_id: str | None = None,
+        endpoint: str | None = None,
+        behaviour: str = "",
     ) -> None:
-        self.violations.append(Violation(invariant, text, message_id, endpoint))
+        self.violations.append(Violation(invariant, text, message_id, endpoint, behaviour))
 
     def when(self, t: float) -> str:
         """``t`` as seconds since the first operation of the log."""
@@ -568,6 +584,7 @@ class _Checker:
                         f"flagged {bool(later.redelivered)}{self.fault_times()})",
                         message_id,
                         endpoint,
+                        f"{inv} {'flagged' if later.redelivered else 'unflagged'}",
                     )
                     break
                 if later.redelivered or doubt:
@@ -679,16 +696,48 @@ def check(
     heal_bound_s: float = 30.0,
     expiry_grace_ms: int = 1000,
     strict_restart_redelivered: bool = False,
+    require_confirmed: bool = False,
 ) -> CheckResult:
     """Check I1-I10 over ``log``. ``strict_restart_redelivered`` also demands JMSRedelivered on messages
-    redelivered across a fault (JMS only requires it within one broker lifetime)."""
+    redelivered across a fault (JMS only requires it within one broker lifetime). ``require_confirmed``
+    (traffic runs): a run that got no send acknowledged, or more in doubt than acknowledged, proves too
+    little and fails (I10) instead of passing on nothing."""
     ops = log.operations() if isinstance(log, OpLog) else fold(log)
     checker = _Checker(ops, heal_bound_s, expiry_grace_ms, strict_restart_redelivered)
     checker.run()
+    sends = [o for o in ops if o.kind == "send"]
+    statuses = [checker.send_status(s) for s in sends]
+    delivered_ids = {m for r in checker.receives for m in r.message_ids}
     stats = {
         "operations": len(ops),
-        "sends": sum(o.kind == "send" for o in ops),
+        "sends": len(sends),
+        "acknowledged": statuses.count("ok"),
+        "in_doubt": statuses.count("unknown"),
+        "recovered": sum(
+            st == "unknown" and s.message_ids[0] in delivered_ids
+            for s, st in zip(sends, statuses, strict=True)
+        ),
+        "lost": sum(v.invariant == "I1" for v in checker.violations),
         "receives": len(checker.receives),
         "faults": len(checker.faults),
     }
+    if require_confirmed and sends and stats["acknowledged"] == 0:
+        checker.add(
+            "I10", f"nothing was confirmed: {len(sends)} sends, none acknowledged, so nothing was proven"
+        )
+    elif require_confirmed and stats["in_doubt"] > stats["acknowledged"]:
+        checker.add(
+            "I10",
+            f"more sends in doubt ({stats['in_doubt']}) than acknowledged ({stats['acknowledged']}): the run "
+            "proves too little to pass",
+        )
     return CheckResult(checker.violations, stats)
+
+
+class InvariantViolation(AssertionError):
+    """A traffic check failed; ``behaviours`` are its violations' classes, which the expectations table
+    matches a deviation against (anything outside the listed classes is a fail)."""
+
+    def __init__(self, text: str, behaviours: frozenset[str]) -> None:
+        super().__init__(text)
+        self.behaviours = behaviours

@@ -6,7 +6,9 @@ Rules (the suite's contract, also in docs/conformance.md):
   that the table may be stale;
 * ``UnsupportedFeatureException`` (or its JMS 2.0 unchecked form): ``unsupported`` when the table says
   so, else ``fail``;
-* ``AssertionError`` (the scenario's own checks): ``deviation`` when the table says so, else ``fail``;
+* ``AssertionError`` (the scenario's own checks): ``deviation`` when the table says so, else ``fail``; a
+  deviation that names behaviour classes (``Expectation.observed``) covers an invariant-checker failure
+  only when every violation is of those classes (a loss never hides behind a duplicate deviation);
 * anything else (an unexpected JMSException, a timeout, a crash): ``fail``.
 """
 
@@ -71,6 +73,16 @@ def classify(error: BaseException | None, expectation: Expectation) -> Verdict:
             "fail", detail=f"unexpected UnsupportedFeatureException (table: {expected}): {observed}"
         )
     if isinstance(error, AssertionError):
+        if expected == "deviation" and expectation.observed:
+            seen = getattr(error, "behaviours", None)
+            if seen is None or not seen <= expectation.observed:
+                outside = (
+                    sorted(seen - expectation.observed) if seen is not None else ["(not an invariant check)"]
+                )
+                return Verdict(
+                    "fail",
+                    detail=f"the deviation covers only {sorted(expectation.observed)}; also seen: {outside}: {observed}",
+                )
         if expected == "deviation":
             return Verdict("deviation", detail=f"{expectation.reason} -- observed: {observed}")
         if expected == "unsupported":

@@ -23,7 +23,7 @@ from jmslike import (
     MessageConsumer,
     Session,
 )
-from jmslike.conformance.checker import CheckResult, OpLog, check
+from jmslike.conformance.checker import CheckResult, InvariantViolation, OpLog, check
 from jmslike.conformance.proxy import FaultProxy
 from jmslike.conformance.suite.context import Context
 from jmslike.conformance.suite.helpers import QUIET_MS
@@ -287,11 +287,16 @@ class Traffic:
         connection.close()
 
     def check(self, **options: float | bool) -> CheckResult:
+        """The invariant check of this run; a run that confirmed (almost) nothing fails: it proves nothing."""
+        options.setdefault("require_confirmed", True)
         return check(self.oplog, **options)  # type: ignore[arg-type]
 
     def assert_clean(self, what: str, **options: float | bool) -> CheckResult:
         result = self.check(**options)
         sent = self.producer.sent
         assert sent > 0, f"{what}: the producer sent nothing (seed {self.seed})"
-        assert result.ok, f"{what}: {result.summary()} (seed {self.seed} replays this traffic)"
+        if not result.ok:
+            raise InvariantViolation(
+                f"{what}: {result.summary()} (seed {self.seed} replays this traffic)", result.behaviours()
+            )
         return result

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from jmslike.conformance.checker import NON_PERSISTENT, PERSISTENT, CheckResult, OpLog, OpLogFull, check
+from jmslike.conformance.checker import (
+    NON_PERSISTENT,
+    PERSISTENT,
+    CheckResult,
+    OpLog,
+    OpLogFull,
+    Violation,
+    check,
+)
 
 Q = "queue://q"
 T = "topic://t"
@@ -272,3 +280,34 @@ def test_summary_names_invariants(log: OpLog) -> None:
     send(log, "m", 0)
     text = check(log).summary()
     assert "I1 x1" in text and "lost" in text
+
+
+def test_traffic_checks_count_in_doubt_and_fail_when_nothing_was_confirmed() -> None:
+    """Issue #17: a run where every send was in doubt used to pass; the stats did not count it."""
+    log = OpLog()
+    for i in range(3):
+        log.invoke("send", process="p", message_ids=(f"m{i}",), destination="queue://q", mode=2)
+    assert check(log).ok  # a focused check of other invariants still passes
+    result = check(log, require_confirmed=True)
+    assert not result.ok and result.invariants() == {"I10"}
+    assert "nothing was confirmed" in result.summary()
+    assert (result.stats["acknowledged"], result.stats["in_doubt"], result.stats["lost"]) == (0, 3, 0)
+
+
+def test_a_duplicate_is_classed_flagged_or_not_for_the_expectations_table() -> None:
+    assert Violation("I3", "x", behaviour="I3 flagged").behaviour == "I3 flagged"
+    assert Violation("I1", "lost").behaviour == "I1"
+
+
+def test_a_deviation_covers_only_the_behaviour_classes_it_names() -> None:
+    from jmslike.conformance.checker import InvariantViolation
+    from jmslike.conformance.suite.classify import classify
+    from jmslike.conformance.suite.expectations import Expectation
+
+    flagged_only = Expectation("deviation", "acks not on disk at SIGKILL", observed=frozenset({"I3 flagged"}))
+    assert classify(InvariantViolation("dup", frozenset({"I3 flagged"})), flagged_only).outcome == "deviation"
+    loss = classify(InvariantViolation("lost", frozenset({"I3 flagged", "I1"})), flagged_only)
+    assert loss.outcome == "fail" and "I1" in loss.detail
+    assert classify(InvariantViolation("dup", frozenset({"I3 unflagged"})), flagged_only).outcome == "fail"
+    assert classify(AssertionError("some other check"), flagged_only).outcome == "fail"
+    assert classify(AssertionError("x"), Expectation("deviation", "any")).outcome == "deviation"
