@@ -135,6 +135,12 @@ class ActiveMQAdapter(StompDialect):
         ):
             kind = "queue" if isinstance(destination, TemporaryQueue) else "topic"
             return f"/remote-temp-{kind}/{destination.name}"
+        if "," in destination.name:
+            # ActiveMQ reads a comma as a composite destination: "a,b" would silently go to two queues.
+            raise InvalidDestinationException(
+                f"{destination} names several destinations for ActiveMQ Classic (a comma makes a composite "
+                "destination); use a name without a comma, or one producer per destination"
+            )
         return super().destination_name(destination)
 
     def parse_destination(self, name: str) -> Destination | None:

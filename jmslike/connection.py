@@ -157,6 +157,7 @@ class Connection(ConnectionDomainMethods):
         self._client_id: str | None = None
         self._client_id_locked = False
         self._started = threading.Event()
+        self._stopped_hint_given = False
         self._closed = False
         self._failed: ConnectionLostException | None = None
         self._ready = threading.Event()  # set while a usable wire exists
@@ -282,6 +283,19 @@ class Connection(ConnectionDomainMethods):
     @property
     def started(self) -> bool:
         return self._started.is_set()
+
+    def hint_if_stopped(self, call: str) -> None:
+        """Log once per connection why a receive waits (JMS: delivery starts with ``start()``): a new user's
+        first script otherwise just hangs there without a word."""
+        if self._started.is_set() or self._stopped_hint_given:
+            return
+        self._stopped_hint_given = True
+        log.warning(
+            "%s waits: connection %s is not started, so nothing is delivered until connection.start() is "
+            "called (JMS 1.1 §4.3.3)",
+            call,
+            self.connection_id,
+        )
 
     def wait_started(self, timeout_s: float | None) -> bool:
         return self._started.wait(timeout_s)

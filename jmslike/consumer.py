@@ -65,6 +65,7 @@ class MessageConsumer:
         if self._listener is not None:
             raise IllegalStateException("receive() is not allowed while a MessageListener is set")
         deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
+        self._session.connection.hint_if_stopped("receive()")
         return self._session._receive(self, deadline)
 
     def receiveNoWait(self) -> Message | None:

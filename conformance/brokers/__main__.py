@@ -62,7 +62,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     with broker:
-        print(f"{broker.kind} ready: {broker.url}")
+        # The URL as jmslike takes it: RabbitMQ's durable subscriptions need its management API.
+        management = f"?management_url={broker.management_url}" if broker.management_url else ""
+        print(f"{broker.kind} ready: {broker.url}{management}")
         print(f"  user: {broker.user}  password: {broker.password}")
         if broker.management_url:
             print(f"  management: {broker.management_url}")

@@ -513,3 +513,17 @@ def test_a_callback_cannot_close_commit_or_roll_back_its_own_session(
     assert heard.wait(RECEIVE_MS / 1000), "the committed message never reached the listener"
     assert len(closes) == 1, "a MessageListener closing its own session must get IllegalStateException"
     listening.close()
+
+
+def test_receive_on_a_stopped_connection_says_why_once(
+    connect: Callable[..., Connection], unique_name: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue #23: a first script's receive() before connection.start() used to wait without a word."""
+    connection = connect(start=False)
+    session = connection.createSession()
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    with caplog.at_level("WARNING", logger="jmslike.connection"):
+        assert consumer.receive(100) is None
+        assert consumer.receive(100) is None
+    hints = [r for r in caplog.records if "not started" in r.getMessage()]
+    assert len(hints) == 1 and "connection.start()" in hints[0].getMessage()

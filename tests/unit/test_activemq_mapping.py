@@ -377,3 +377,10 @@ def test_a_computing_selector_is_evaluated_by_jmslike_and_the_broker_gets_a_name
         SubscriptionSpec(sub_id="s", destination=Topic("t"), selector="price > 10")
     )
     assert plain["selector"] == "price > 10"
+
+
+def test_a_comma_in_a_destination_name_is_refused_not_sent_to_two_queues() -> None:
+    with pytest.raises(InvalidDestinationException, match="composite"):
+        adapter.destination_name(Queue("a,b"))
+    with pytest.raises(InvalidDestinationException, match="composite"):
+        adapter.destination_name(Topic("prices,news"))
