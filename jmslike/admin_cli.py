@@ -84,8 +84,11 @@ def main(argv: Sequence[str]) -> int:
                 admin.deleteSubscription(args.client_id, args.name)
                 sys.stdout.write(f"deleted {args.client_id}/{args.name}\n")
             else:
-                for info in admin.sweepExpired():
+                swept = admin.sweepExpired()
+                for info in swept:
                     sys.stdout.write(f"expired, deleted {info.clientId}/{info.name}\n")
+                if not swept:
+                    sys.stdout.write("no expired subscription: nothing deleted\n")
     except JMSException as exc:
         sys.stderr.write(f"jmslike subscriptions: {type(exc).__name__}: {exc}\n")
         return 1

@@ -25,13 +25,13 @@ commands:
 def _conformance(argv: Sequence[str]) -> int:
     from jmslike.conformance.suite.cli import main
 
-    return main(list(argv))
+    return main(list(argv), prog="jmslike conformance")
 
 
 def _broker(argv: Sequence[str]) -> int:
     from jmslike.conformance.brokers.__main__ import main
 
-    return main(list(argv))
+    return main(list(argv), prog="jmslike broker")
 
 
 def _matrix(argv: Sequence[str]) -> int:

@@ -10,6 +10,7 @@ Secrets (user, password, key password) never appear in ``repr`` or logs.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote
 
@@ -193,8 +194,10 @@ def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> Connect
     tls_values: dict[str, object] = {}
     for key, raw in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
         if key not in QUERY_KEYS:
+            near = difflib.get_close_matches(key, QUERY_KEYS, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
             raise ConfigurationError(
-                f"unknown URL option {key!r}; known options: {', '.join(sorted(QUERY_KEYS))}"
+                f"unknown URL option {key!r}; {hint}known options: {', '.join(sorted(QUERY_KEYS))}"
             )
         field_name, parser, _ = QUERY_KEYS[key]
         try:

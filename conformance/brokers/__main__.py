@@ -22,10 +22,8 @@ from jmslike.conformance.brokers import KINDS, LAUNCHERS, BrokerError, check_kin
 from jmslike.conformance.brokers.install import ensure
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m jmslike.conformance.brokers", description="Install and run test brokers."
-    )
+def _parser(prog: str = "python -m jmslike.conformance.brokers") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog, description="Install and run test brokers.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -80,8 +78,9 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``prog``: the name the help shows (``jmslike broker`` when the ``jmslike`` command calls)."""
+    args = (_parser(prog) if prog else _parser()).parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )

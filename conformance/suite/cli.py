@@ -28,9 +28,9 @@ def _csv(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = "python -m jmslike.conformance") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m jmslike.conformance",
+        prog=prog,
         description="Run the JMS conformance suite against real brokers and write a report.",
     )
     p.add_argument(
@@ -87,8 +87,9 @@ def _run_log(directory: Path) -> logging.Handler:
     return handler
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """``prog``: the name the help shows (``jmslike conformance`` when the ``jmslike`` command calls)."""
+    args = (parser(prog) if prog else parser()).parse_args(argv)
     if args.verbose:  # otherwise the library log goes to DIR/run.log only, keeping the terminal readable
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
     try:

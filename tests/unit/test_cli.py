@@ -31,3 +31,10 @@ def test_no_arguments_prints_usage_and_fails(capsys: pytest.CaptureFixture[str])
 def test_conformance_list_needs_no_broker(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["conformance", "--list"]) == 0
     assert "durable" in capsys.readouterr().out
+
+
+def test_subcommand_help_names_the_jmslike_command(capsys: pytest.CaptureFixture[str]) -> None:
+    for command, prog in (("conformance", "jmslike conformance"), ("broker", "jmslike broker")):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert f"usage: {prog}" in capsys.readouterr().out

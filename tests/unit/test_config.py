@@ -70,3 +70,8 @@ def test_create_connection_credentials_override_url() -> None:
     config = parse_url("activemq://alice:one@h:1").with_credentials("bob", "two")
     assert config.credentials == Credentials("bob", "two")
     assert parse_url("activemq://alice:one@h:1").with_credentials(None, None).credentials.user == "alice"
+
+
+def test_a_typo_in_a_url_key_suggests_the_near_one() -> None:
+    with pytest.raises(ConfigurationError, match="did you mean 'heartbeat_ms'"):
+        parse_url("activemq://h:1?heartbeat_m=100", known_schemes={"activemq"})
