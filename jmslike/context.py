@@ -139,44 +139,53 @@ class JMSContext:
 
     @unchecked
     def getClientID(self) -> str | None:
+        """The connection's client ID, or None."""
         self._check_open()
         return self._connection.getClientID()
 
     @unchecked
     def setClientID(self, clientID: str) -> None:
+        """Set the connection's client ID; only before the context is used (the session is created then)."""
         self._check_open()
         self._connection.setClientID(clientID)
 
     @unchecked
     def getMetaData(self) -> ConnectionMetaData:
+        """What is known about the provider and the broker."""
         self._check_open()
         return self._connection.getMetaData()
 
     @unchecked
     def getExceptionListener(self) -> ExceptionListener | None:
+        """The connection's ExceptionListener."""
         self._check_open()
         return self._connection.getExceptionListener()
 
     @unchecked
     def setExceptionListener(self, listener: ExceptionListener | None) -> None:
+        """Called (on a connection thread) with asynchronous errors, e.g. a lost connection."""
         self._check_open()
         self._connection.setExceptionListener(listener)
 
     @unchecked
     def start(self) -> None:
+        """Start (or restart) delivery on the connection."""
         self._check_open()
         self._connection.start()
 
     @unchecked
     def stop(self) -> None:
+        """Pause delivery; returns once no listener of the connection is running."""
         self._check_open()
         self._connection.stop()
 
     def setAutoStart(self, autoStart: bool) -> None:
+        """Whether creating a consumer starts the connection."""
         self._check_open_unchecked()
         self._auto_start = bool(autoStart)
 
     def getAutoStart(self) -> bool:
+        """Whether creating a consumer starts the connection (default True)."""
         self._check_open_unchecked()
         return self._auto_start
 
@@ -220,23 +229,28 @@ class JMSContext:
     # -- session-level calls --------------------------------------------------------------------------
 
     def getSessionMode(self) -> int:
+        """The session mode the context was created with."""
         self._check_open_unchecked()
         return self._mode
 
     def getTransacted(self) -> bool:
+        """Whether the context is SESSION_TRANSACTED."""
         self._check_open_unchecked()
         return self._mode == AcknowledgeMode.SESSION_TRANSACTED
 
     @unchecked
     def commit(self) -> None:
+        """Commit the context's transaction (SESSION_TRANSACTED): Session.commit."""
         self._open_session().commit()
 
     @unchecked
     def rollback(self) -> None:
+        """Roll back the context's transaction; consumed messages come back flagged redelivered."""
         self._open_session().rollback()
 
     @unchecked
     def recover(self) -> None:
+        """Redeliver, flagged, every message consumed and not acknowledged (not in a transacted context)."""
         self._open_session().recover()
 
     @unchecked
@@ -246,46 +260,57 @@ class JMSContext:
 
     @unchecked
     def createQueue(self, queueName: str) -> Queue:
+        """The Queue named ``queueName``."""
         return self._open_session().createQueue(queueName)
 
     @unchecked
     def createTopic(self, topicName: str) -> Topic:
+        """The Topic named ``topicName`` (the portable notation ``a/b/#`` works, as in Session)."""
         return self._open_session().createTopic(topicName)
 
     @unchecked
     def createTemporaryQueue(self) -> TemporaryQueue:
+        """A temporary queue that lives as long as the context's connection."""
         return self._open_session().createTemporaryQueue()
 
     @unchecked
     def createTemporaryTopic(self) -> TemporaryTopic:
+        """A temporary topic that lives as long as the context's connection."""
         return self._open_session().createTemporaryTopic()
 
     @unchecked
     def createMessage(self) -> Message:
+        """A Message without a body."""
         return self._open_session().createMessage()
 
     @unchecked
     def createTextMessage(self, text: str | None = None) -> TextMessage:
+        """A TextMessage holding ``text``."""
         return self._open_session().createTextMessage(text)
 
     @unchecked
     def createBytesMessage(self) -> BytesMessage:
+        """An empty BytesMessage."""
         return self._open_session().createBytesMessage()
 
     @unchecked
     def createMapMessage(self) -> MapMessage:
+        """An empty MapMessage."""
         return self._open_session().createMapMessage()
 
     @unchecked
     def createStreamMessage(self) -> StreamMessage:
+        """An empty StreamMessage."""
         return self._open_session().createStreamMessage()
 
     @unchecked
     def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
+        """An ObjectMessage, serialised by a named safe serializer (JSON by default)."""
         return self._open_session().createObjectMessage(obj, serializer)
 
     @unchecked
     def createProducer(self) -> JMSProducer:
+        """A JMSProducer: fluent settings, then ``send(destination, body)``."""
         self._open_session()
         return JMSProducer(self)
 
@@ -293,12 +318,14 @@ class JMSContext:
     def createConsumer(
         self, destination: Destination, messageSelector: str | None = None, noLocal: bool = False
     ) -> JMSConsumer:
+        """A consumer on ``destination``; starts the connection when autoStart is on."""
         return self._consumer(self._open_session().createConsumer(destination, messageSelector, noLocal))
 
     @unchecked
     def createDurableConsumer(
         self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
     ) -> JMSConsumer:
+        """A consumer on the unshared durable subscription (client ID, ``name``)."""
         return self._consumer(
             self._open_session().createDurableConsumer(topic, name, messageSelector, noLocal)
         )
@@ -307,6 +334,7 @@ class JMSContext:
     def createSharedConsumer(
         self, topic: Topic, sharedSubscriptionName: str, messageSelector: str | None = None
     ) -> JMSConsumer:
+        """A consumer on the shared non-durable subscription (``sharedSubscriptionName``, client ID or none)."""
         session = self._open_session()
         return self._consumer(session.createSharedConsumer(topic, sharedSubscriptionName, messageSelector))
 
@@ -314,14 +342,17 @@ class JMSContext:
     def createSharedDurableConsumer(
         self, topic: Topic, name: str, messageSelector: str | None = None
     ) -> JMSConsumer:
+        """A consumer on the shared durable subscription (``name``, client ID or none)."""
         return self._consumer(self._open_session().createSharedDurableConsumer(topic, name, messageSelector))
 
     @unchecked
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
+        """A QueueBrowser on ``queue`` (where the broker can browse)."""
         return self._open_session().createBrowser(queue, messageSelector)
 
     @unchecked
     def unsubscribe(self, name: str) -> None:
+        """Delete the durable subscription ``name`` (unshared: of this client ID; shared: name and client ID or none)."""
         self._open_session().unsubscribe(name)
 
     # -- for JMSProducer ------------------------------------------------------------------------------
@@ -418,26 +449,32 @@ class JMSProducer:
 
     @unchecked
     def setDeliveryMode(self, deliveryMode: int) -> JMSProducer:
+        """Set the DeliveryMode of every message this producer sends; returns the producer."""
         self._delivery_mode = check_delivery_mode(deliveryMode)
         return self
 
     def getDeliveryMode(self) -> int:
+        """The DeliveryMode this producer gives every message it sends."""
         return self._delivery_mode
 
     @unchecked
     def setPriority(self, priority: int) -> JMSProducer:
+        """Set the Priority of every message this producer sends; returns the producer."""
         self._priority = check_priority(priority)
         return self
 
     def getPriority(self) -> int:
+        """The Priority this producer gives every message it sends."""
         return self._priority
 
     @unchecked
     def setTimeToLive(self, timeToLive: int) -> JMSProducer:
+        """Set the TimeToLive of every message this producer sends; returns the producer."""
         self._time_to_live = check_time_to_live(timeToLive)
         return self
 
     def getTimeToLive(self) -> int:
+        """The TimeToLive this producer gives every message it sends."""
         return self._time_to_live
 
     @unchecked
@@ -448,6 +485,7 @@ class JMSProducer:
         return self
 
     def getDeliveryDelay(self) -> int:
+        """The DeliveryDelay this producer gives every message it sends."""
         return self._delivery_delay
 
     def setAsync(self, completionListener: CompletionListener | None) -> JMSProducer:
@@ -457,47 +495,58 @@ class JMSProducer:
         return self
 
     def getAsync(self) -> CompletionListener | None:
+        """The Async this producer gives every message it sends."""
         return self._async
 
     def setDisableMessageID(self, value: bool) -> JMSProducer:
+        """Set the DisableMessageID of every message this producer sends; returns the producer."""
         self._disable_id = bool(value)
         return self
 
     def getDisableMessageID(self) -> bool:
+        """The DisableMessageID this producer gives every message it sends."""
         return self._disable_id
 
     def setDisableMessageTimestamp(self, value: bool) -> JMSProducer:
+        """Set the DisableMessageTimestamp of every message this producer sends; returns the producer."""
         self._disable_timestamp = bool(value)
         return self
 
     def getDisableMessageTimestamp(self) -> bool:
+        """The DisableMessageTimestamp this producer gives every message it sends."""
         return self._disable_timestamp
 
     @unchecked
     def setJMSCorrelationID(self, correlationID: str | None) -> JMSProducer:
+        """Set the JMSCorrelationID of every message this producer sends; returns the producer."""
         Message().setJMSCorrelationID(correlationID)  # the message's own check, before anything is kept
         self._correlation_id, self._correlation_id_set = correlationID, True
         return self
 
     def getJMSCorrelationID(self) -> str | None:
+        """The JMSCorrelationID this producer gives every message it sends."""
         return self._correlation_id
 
     @unchecked
     def setJMSType(self, type: str | None) -> JMSProducer:
+        """Set the JMSType of every message this producer sends; returns the producer."""
         Message().setJMSType(type)
         self._jms_type, self._jms_type_set = type, True
         return self
 
     def getJMSType(self) -> str | None:
+        """The JMSType this producer gives every message it sends."""
         return self._jms_type
 
     @unchecked
     def setJMSReplyTo(self, replyTo: Destination | None) -> JMSProducer:
+        """Set the JMSReplyTo of every message this producer sends; returns the producer."""
         Message().setJMSReplyTo(replyTo)
         self._reply_to, self._reply_to_set = replyTo, True
         return self
 
     def getJMSReplyTo(self) -> Destination | None:
+        """The JMSReplyTo this producer gives every message it sends."""
         return self._reply_to
 
     # -- properties --------------------------------------------------------------------------------------
@@ -510,49 +559,61 @@ class JMSProducer:
         return self
 
     def clearProperties(self) -> JMSProducer:
+        """Remove every property this producer sets; returns the producer."""
         self._properties.clearProperties()
         return self
 
     def propertyExists(self, name: str) -> bool:
+        """Whether this producer sets property ``name``."""
         return self._properties.propertyExists(name)
 
     def getPropertyNames(self) -> set[str]:
+        """The PropertyNames this producer gives every message it sends."""
         return set(self._properties.getPropertyNames())
 
     @unchecked
     def getBooleanProperty(self, name: str) -> bool:
+        """The property ``name`` as Boolean, converted by the JMS rules (as Message's getters)."""
         return self._properties.getBooleanProperty(name)
 
     @unchecked
     def getByteProperty(self, name: str) -> int:
+        """The property ``name`` as Byte, converted by the JMS rules (as Message's getters)."""
         return self._properties.getByteProperty(name)
 
     @unchecked
     def getShortProperty(self, name: str) -> int:
+        """The property ``name`` as Short, converted by the JMS rules (as Message's getters)."""
         return self._properties.getShortProperty(name)
 
     @unchecked
     def getIntProperty(self, name: str) -> int:
+        """The property ``name`` as Int, converted by the JMS rules (as Message's getters)."""
         return self._properties.getIntProperty(name)
 
     @unchecked
     def getLongProperty(self, name: str) -> int:
+        """The property ``name`` as Long, converted by the JMS rules (as Message's getters)."""
         return self._properties.getLongProperty(name)
 
     @unchecked
     def getFloatProperty(self, name: str) -> float:
+        """The property ``name`` as Float, converted by the JMS rules (as Message's getters)."""
         return self._properties.getFloatProperty(name)
 
     @unchecked
     def getDoubleProperty(self, name: str) -> float:
+        """The property ``name`` as Double, converted by the JMS rules (as Message's getters)."""
         return self._properties.getDoubleProperty(name)
 
     @unchecked
     def getStringProperty(self, name: str) -> str | None:
+        """The property ``name`` as String, converted by the JMS rules (as Message's getters)."""
         return self._properties.getStringProperty(name)
 
     @unchecked
     def getObjectProperty(self, name: str) -> object:
+        """The property ``name`` as Object, converted by the JMS rules (as Message's getters)."""
         return self._properties.getObjectProperty(name)
 
 
@@ -564,6 +625,7 @@ class JMSConsumer:
 
     @unchecked
     def getMessageSelector(self) -> str | None:
+        """The selector as the application wrote it, or None."""
         return self._consumer.getMessageSelector()
 
     @unchecked
@@ -573,6 +635,7 @@ class JMSConsumer:
 
     @unchecked
     def receiveNoWait(self) -> Message | None:
+        """The next message if one is there now, else None."""
         return self._consumer.receiveNoWait()
 
     @unchecked
@@ -584,18 +647,22 @@ class JMSConsumer:
 
     @unchecked
     def receiveBodyNoWait(self, c: type[T]) -> T | None:
+        """The next message's body as ``c`` if one is there now, else None."""
         return self._consumer.receive_body(c, no_wait=True)
 
     @unchecked
     def setMessageListener(self, listener: Callable[[Message], None] | object | None) -> None:
+        """Deliver messages to ``listener`` (a callable or an object with onMessage) on the session thread."""
         self._consumer.setMessageListener(listener)
 
     @unchecked
     def getMessageListener(self) -> Callable[[Message], None] | None:
+        """The listener set with setMessageListener, or None."""
         return self._consumer.getMessageListener()
 
     @unchecked
     def close(self) -> None:
+        """Stop delivery to this consumer (a listener may close its own consumer)."""
         self._consumer.close()
 
     def __iter__(self) -> Iterator[Message]:
