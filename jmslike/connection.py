@@ -116,6 +116,7 @@ class ConnectionFactory:
         return self._config
 
     def createConnection(self, userName: str | None = None, password: str | None = None) -> Connection:
+        """A new Connection with these credentials (the URL's when None)."""
         config = self._config.with_credentials(userName, password)
         connection = Connection(config, load_adapter(config.scheme), self._serializers)
         if self._client_id is not None:
@@ -230,9 +231,11 @@ class Connection(ConnectionDomainMethods):
     # -- JMS API --------------------------------------------------------------------------------------
 
     def getClientID(self) -> str | None:
+        """The client ID, or None when none was set."""
         return self._client_id
 
     def setClientID(self, clientID: str) -> None:
+        """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2)."""
         with self._lock:
             self._check_open()
             if self._client_id is not None:
@@ -255,6 +258,7 @@ class Connection(ConnectionDomainMethods):
         self._client_id_locked = True
 
     def start(self) -> None:
+        """Start (or restart) delivery of messages to this connection's consumers."""
         with self._lock:
             self._check_open()
             self._lock_client_id()
@@ -315,13 +319,16 @@ class Connection(ConnectionDomainMethods):
             return session
 
     def setExceptionListener(self, listener: ExceptionListener | None) -> None:
+        """Called on a connection thread with asynchronous errors (a lost connection, a listener that raised)."""
         self._check_open()
         self._exception_listener = listener
 
     def getExceptionListener(self) -> ExceptionListener | None:
+        """The listener of asynchronous errors, or None."""
         return self._exception_listener
 
     def getMetaData(self) -> ConnectionMetaData:
+        """What is known about the provider and the broker (CONNECTED ``server``)."""
         self._check_open()
         return ConnectionMetaData(self.adapter, self._server, self.adapter.stomp_version)
 

@@ -36,9 +36,11 @@ class ConnectionDomainMethods:
     """``QueueConnection.createQueueSession`` and ``TopicConnection.createTopicSession``."""
 
     def createQueueSession(self: _CreatesSessions, transacted: bool, acknowledgeMode: int) -> Session:
+        """``QueueConnection.createQueueSession``: a Session (one class serves every domain)."""
         return self.createSession(transacted, acknowledgeMode)
 
     def createTopicSession(self: _CreatesSessions, transacted: bool, acknowledgeMode: int) -> Session:
+        """``TopicConnection.createTopicSession``: a Session (one class serves every domain)."""
         return self.createSession(transacted, acknowledgeMode)
 
 
@@ -97,11 +99,13 @@ class ProducerDomainMethods:
         self.send(*args, **kwargs)
 
     def getQueue(self: _Sends) -> Queue | None:
+        """A ``QueueSender``'s queue (None for an unidentified sender)."""
         destination = self.getDestination()
         expect_domain(destination, Queue, "getQueue (a QueueSender's destination)", optional=True)
         return destination  # type: ignore[return-value]
 
     def getTopic(self: _Sends) -> Topic | None:
+        """A ``TopicPublisher``'s topic (None for an unidentified publisher)."""
         destination = self.getDestination()
         expect_domain(destination, Topic, "getTopic (a TopicPublisher's destination)", optional=True)
         return destination  # type: ignore[return-value]

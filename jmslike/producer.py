@@ -59,26 +59,32 @@ class MessageProducer(ProducerDomainMethods):
     # -- settings -------------------------------------------------------------------------------------
 
     def setDeliveryMode(self, deliveryMode: int) -> None:
+        """Set the DeliveryMode of the messages this producer sends."""
         self._check_open()
         self._delivery_mode = check_delivery_mode(deliveryMode)
 
     def getDeliveryMode(self) -> int:
+        """The DeliveryMode of the messages this producer sends."""
         self._check_open()
         return self._delivery_mode
 
     def setPriority(self, priority: int) -> None:
+        """Set the Priority of the messages this producer sends."""
         self._check_open()
         self._priority = check_priority(priority)
 
     def getPriority(self) -> int:
+        """The Priority of the messages this producer sends."""
         self._check_open()
         return self._priority
 
     def setTimeToLive(self, timeToLive: int) -> None:
+        """Set the TimeToLive of the messages this producer sends."""
         self._check_open()
         self._time_to_live = check_time_to_live(timeToLive)
 
     def getTimeToLive(self) -> int:
+        """The TimeToLive of the messages this producer sends."""
         self._check_open()
         return self._time_to_live
 
@@ -89,28 +95,35 @@ class MessageProducer(ProducerDomainMethods):
         self._delivery_delay = check_delivery_delay(deliveryDelay)
 
     def getDeliveryDelay(self) -> int:
+        """The DeliveryDelay of the messages this producer sends."""
         self._check_open()
         return self._delivery_delay
 
     def setDisableMessageID(self, value: bool) -> None:
+        """Set the DisableMessageID of the messages this producer sends."""
         self._check_open()
         self._disable_id = bool(value)
 
     def getDisableMessageID(self) -> bool:
+        """The DisableMessageID of the messages this producer sends."""
         return self._disable_id
 
     def setDisableMessageTimestamp(self, value: bool) -> None:
+        """Set the DisableMessageTimestamp of the messages this producer sends."""
         self._check_open()
         self._disable_timestamp = bool(value)
 
     def getDisableMessageTimestamp(self) -> bool:
+        """The DisableMessageTimestamp of the messages this producer sends."""
         return self._disable_timestamp
 
     def getDestination(self) -> Destination | None:
+        """The Destination of the messages this producer sends."""
         self._check_open()
         return self._destination
 
     def close(self) -> None:
+        """Close the producer; later calls raise IllegalStateException."""
         self._closed = True
         self._session._remove_producer(self)
 

@@ -130,10 +130,12 @@ class Session(SessionDomainMethods):
         return self._connection
 
     def getTransacted(self) -> bool:
+        """Whether the session is transacted."""
         self._check_open()
         return self._ack_mode == AcknowledgeMode.SESSION_TRANSACTED
 
     def getAcknowledgeMode(self) -> int:
+        """The session mode: AUTO, CLIENT, DUPS_OK, INDIVIDUAL_ACKNOWLEDGE or SESSION_TRANSACTED."""
         self._check_open()
         return self._ack_mode
 
@@ -149,6 +151,7 @@ class Session(SessionDomainMethods):
     # -- destinations and messages --------------------------------------------------------------------
 
     def createQueue(self, queueName: str) -> Queue:
+        """The Queue named ``queueName`` (no broker round trip; brokers create queues on first use)."""
         self._check_open()
         return Queue(check_name(queueName, "queue"))
 
@@ -158,11 +161,13 @@ class Session(SessionDomainMethods):
         return Topic(topics.canonical(check_name(topicName, "topic")))
 
     def createTemporaryQueue(self) -> TemporaryQueue:
+        """A queue that lives as long as this connection; only this connection may consume from it."""
         self._check_open()
         self._require("temporary_destinations", "temporary queues")
         return self._new_temporary(TemporaryQueue)  # type: ignore[return-value]
 
     def createTemporaryTopic(self) -> TemporaryTopic:
+        """A topic that lives as long as this connection; only this connection may subscribe to it."""
         self._check_open()
         self._require("temporary_destinations", "temporary topics")
         return self._new_temporary(TemporaryTopic)  # type: ignore[return-value]
@@ -173,10 +178,12 @@ class Session(SessionDomainMethods):
         return destination
 
     def createMessage(self) -> Message:
+        """A Message without a body (headers and properties only)."""
         self._check_open()
         return Message()
 
     def createTextMessage(self, text: str | None = None) -> TextMessage:
+        """A TextMessage holding ``text`` (or no text)."""
         self._check_open()
         message = TextMessage()
         if text is not None:
@@ -184,14 +191,17 @@ class Session(SessionDomainMethods):
         return message
 
     def createBytesMessage(self) -> BytesMessage:
+        """An empty BytesMessage."""
         self._check_open()
         return BytesMessage()
 
     def createMapMessage(self) -> MapMessage:
+        """An empty MapMessage."""
         self._check_open()
         return MapMessage()
 
     def createStreamMessage(self) -> StreamMessage:
+        """An empty StreamMessage."""
         self._check_open()
         return StreamMessage()
 
@@ -209,6 +219,7 @@ class Session(SessionDomainMethods):
     # -- producers and consumers ----------------------------------------------------------------------
 
     def createProducer(self, destination: Destination | None = None) -> MessageProducer:
+        """A MessageProducer for ``destination``, or an unidentified one (None) that names it per send."""
         from jmslike.producer import MessageProducer
 
         self._check_open()
@@ -338,6 +349,7 @@ class Session(SessionDomainMethods):
             )
 
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
+        """A QueueBrowser on ``queue``: looks at its messages without consuming them (where the broker can browse)."""
         from jmslike.consumer import QueueBrowser
 
         self._check_open()
@@ -790,6 +802,7 @@ class Session(SessionDomainMethods):
         self._release_closed()
 
     def rollback(self) -> None:
+        """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
         self._check_open()
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
@@ -943,6 +956,7 @@ class Session(SessionDomainMethods):
     # -- asynchronous send bookkeeping ----------------------------------------------------------------
 
     def acquire_send_slot(self) -> None:
+        """For MessageProducer: wait (bounded by the receipt timeout) for a place in the asynchronous send window."""
         deadline = self._connection.config.receipt_timeout_ms / 1000
         if not self._window.acquire(timeout=deadline):
             raise JMSException(f"no send completed within {deadline:.0f}s; the broker does not answer")
