@@ -197,6 +197,14 @@ def durable_queue_name(client_id: str, name: str) -> str:
     return f"{client_id}.{name}"
 
 
+def shared_queue_name(client_id: str | None, name: str, durable: bool) -> str:
+    """The queue of a JMS 2.0 shared subscription (name, client ID or none), apart from the unshared
+    ``<client-id>.<name>`` so the two kinds can be told apart (and refused to share a name)."""
+    kind = "shared-durable" if durable else "shared"
+    owner = "~none" if client_id is None else client_id
+    return f"jmslike.{kind}.{owner}.{name}"
+
+
 def client_id_lock_queue(client_id: str) -> str:
     """The queue whose single consumer holds ``client_id`` for one live connection."""
     return CLIENT_ID_LOCK_PREFIX + client_id
@@ -480,6 +488,42 @@ def plan_durable(existing: QueueInfo | None, address: str, filter_string: str | 
     return DurablePlan(destroy=False, create=False, limit_consumers=False, in_use=False)
 
 
+def prepare_shared(
+    session: ManagementSession, spec: SubscriptionSpec, address: str, filter_string: str | None
+) -> str:
+    """Make the shared subscription's queue exist with ``filter_string`` on ``address``, any number of
+    consumers; a changed definition replaces it only without consumers (JMS 2.0 §8.3). Returns its name."""
+    assert spec.shared_name is not None
+    name = shared_queue_name(spec.client_id, spec.shared_name, spec.shared_durable)
+    kind = "shared durable" if spec.shared_durable else "shared"
+    unshared = durable_queue_name(spec.client_id, spec.shared_name) if spec.client_id is not None else None
+    if spec.shared_durable and unshared is not None and lookup_queue(session, unshared) is not None:
+        raise JMSException(
+            f"an unshared durable subscription {spec.shared_name!r} of client ID {spec.client_id!r} exists, "
+            "so a shared one cannot have that name (JMS 2.0 §8.3.4); unsubscribe it first or pick another"
+        )
+    existing = lookup_queue(session, name)
+    if existing is not None:
+        changed = existing.address != address or existing.filter_string != _normal_filter(filter_string)
+        if not changed:
+            return name
+        if existing.consumer_count > 0:
+            raise JMSException(
+                f"{kind} subscription {spec.shared_name!r} exists with another topic or selector and has active "
+                "consumers; close them (and unsubscribe a durable one) before changing it"
+            )
+        destroy_queue(session, name)
+    config = json.loads(
+        queue_configuration(
+            name, address, MULTICAST, durable=spec.shared_durable, filter_string=filter_string
+        )
+    )
+    if not spec.shared_durable:  # lives while it has consumers (JMS 2.0 §8.3.2)
+        config.update({"auto-delete": True, "auto-delete-delay": 0, "auto-delete-message-count": -1})
+    create_queue(session, json.dumps(config, separators=(",", ":"), sort_keys=True), ignore_if_exists=True)
+    return name
+
+
 def prepare_durable(
     session: ManagementSession, client_id: str, name: str, address: str, filter_string: str | None
 ) -> None:
@@ -667,6 +711,9 @@ class ArtemisAdapter(StompDialect):
         retained="none",
         # The STOMP protocol manager turns AMQ_SCHEDULED_DELAY into the core scheduled delivery time.
         delivery_delay=True,
+        # A queue per subscription that every consumer attaches to by its fully qualified name, managed
+        # through the management address (prepare_shared).
+        shared_subscriptions=True,
     )
     reserved_headers = STANDARD_HEADERS | {
         SCHEDULED_DELAY_HEADER,
@@ -796,7 +843,7 @@ class ArtemisAdapter(StompDialect):
     def _incoming_destination(self, headers: Mapping[str, str]) -> Destination | None:
         """JMSDestination of a MESSAGE: the address, typed by ``destination-type`` if the sender gave one,
         else by the subscription it arrived on."""
-        name = headers.get("destination")
+        name = headers.get("destination", "").partition("::")[0]  # a shared subscription's queue: FQQN
         if not name:
             return None
         sub_kind = self._sub_kinds.get(headers.get("subscription", ""))
@@ -867,10 +914,21 @@ class ArtemisAdapter(StompDialect):
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
         headers = self.subscribe_headers(spec)
         client_id = spec.client_id or self._client_id
+        if spec.shared_name is not None:
+            # The queue carries the filter; its consumers attach by its fully qualified name.
+            address = self.destination_name(spec.destination)
+            with self._management() as session:
+                queue_name = prepare_shared(session, spec, address, headers.pop("selector", None))
+            headers["destination"] = f"{address}::{queue_name}"
         if spec.durable_name is not None:
             if client_id is None:
                 raise IllegalStateException("a durable subscription needs a client ID")
             with self._management() as session:
+                if lookup_queue(session, shared_queue_name(client_id, spec.durable_name, True)) is not None:
+                    raise JMSException(
+                        f"a shared durable subscription {spec.durable_name!r} of client ID {client_id!r} exists, "
+                        "so an unshared one cannot have that name (JMS 2.0 §8.3.4); unsubscribe it first"
+                    )
                 prepare_durable(
                     session,
                     client_id,
@@ -897,6 +955,25 @@ class ArtemisAdapter(StompDialect):
             super().detach(wire, spec, held)
         finally:
             self._sub_kinds.pop(spec.sub_id, None)
+
+    def delete_shared_durable(self, wire: Wire, client_id: str | None, name: str) -> None:
+        queue_name = shared_queue_name(client_id, name, True)
+        with self._management() as session:
+            reply = session.invoke(BROKER_RESOURCE, "destroyQueue", queue_name)
+        if reply.succeeded:
+            return
+        error = management_failure(reply, f"unsubscribe {name!r}")
+        if isinstance(error, InvalidDestinationException):
+            owner = "without a client ID" if client_id is None else f"for client ID {client_id!r}"
+            raise InvalidDestinationException(
+                f"no shared durable subscription named {name!r} {owner}"
+            ) from error
+        if isinstance(error, IllegalStateException):
+            raise IllegalStateException(
+                f"shared durable subscription {name!r} has active consumers (possibly on another connection); "
+                "close them before unsubscribe"
+            ) from error
+        raise error
 
     def delete_durable(self, wire: Wire, client_id: str, name: str) -> None:
         queue_name = durable_queue_name(client_id, name)

@@ -48,7 +48,6 @@ _AMQ_NO_SHARED = (
     "ActiveMQ Classic 5.17 has no shared subscriptions over STOMP (virtual topics would need publishers to "
     "send to other names): jmslike refuses rather than give every consumer every message"
 )
-_ARTEMIS_NO_SHARED = "shared subscriptions are not mapped onto Artemis's STOMP yet: jmslike refuses them"
 
 #: (scenario id, broker) or (scenario id, broker, mode) -> expectation.
 EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
@@ -73,15 +72,10 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("jms2.delivery-delay-not-early", "rabbitmq"): Expectation("unsupported", _RABBIT_NO_DELAY),
     ("jms2.delivery-delay-persistent-survives", "rabbitmq"): Expectation("unsupported", _RABBIT_NO_DELAY),
     ("jms2.shared-durable-subscription", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
-    ("jms2.shared-durable-subscription", "artemis"): Expectation("unsupported", _ARTEMIS_NO_SHARED),
     ("jms2.shared-nondurable-ends-with-last-consumer", "activemq"): Expectation(
         "unsupported", _AMQ_NO_SHARED
     ),
-    ("jms2.shared-nondurable-ends-with-last-consumer", "artemis"): Expectation(
-        "unsupported", _ARTEMIS_NO_SHARED
-    ),
     ("jms2.shared-unshared-name-clash", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
-    ("jms2.shared-unshared-name-clash", "artemis"): Expectation("unsupported", _ARTEMIS_NO_SHARED),
     ("faults.kill-with-traffic", "rabbitmq", "kill"): Expectation(
         "deviation", _RABBIT_ACK_KILL, observed=frozenset({"I3 flagged"})
     ),

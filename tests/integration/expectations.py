@@ -68,9 +68,6 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "ActiveMQ Classic 5.17 has no shared subscriptions over STOMP (virtual topics would need publishers "
         "to send to other names): jmslike refuses",
     ),
-    ("shared-subscriptions", "artemis"): Expectation(
-        "unsupported", "shared subscriptions are not mapped onto Artemis's STOMP yet: jmslike refuses"
-    ),
     ("queue-computing-selector", "activemq"): Expectation(
         "unsupported",
         "ActiveMQ Classic cannot compute on STOMP's string properties (a queue selector with arithmetic "

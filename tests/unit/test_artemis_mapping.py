@@ -674,17 +674,27 @@ def test_prepare_durable_refuses_while_another_connection_consumes() -> None:
         prepare_durable(session, "c1", "sub", "news", None)
 
 
+NO_SHARED = {("queue.jmslike.shared-durable.c1.sub", "getAddress"): NOT_FOUND}
+
+
 def test_durable_subscribe_prepares_the_queue_then_subscribes() -> None:
-    session = ScriptedManagement(existing_queue())
+    session = ScriptedManagement(existing_queue() | NO_SHARED)
     adapter = with_management(session)
     wire = RecordingWire()
     adapter.subscribe(wire, SubscriptionSpec("s1", Topic("news"), durable_name="sub", client_id="c1"))
-    assert session.operations() == ["getAddress", "getFilter", "getMaxConsumers", "getConsumerCount"]
+    # first: no shared durable subscription of that name and client ID (JMS 2.0 §8.3.4)
+    assert session.operations() == [
+        "getAddress",
+        "getAddress",
+        "getFilter",
+        "getMaxConsumers",
+        "getConsumerCount",
+    ]
     assert wire.frames[0].headers["durable-subscription-name"] == "sub"
 
 
 def test_second_consumer_refused_by_the_broker_is_a_jms_exception() -> None:
-    adapter = with_management(ScriptedManagement(existing_queue()))
+    adapter = with_management(ScriptedManagement(existing_queue() | NO_SHARED))
     wire = RecordingWire(
         fail_subscribe="AMQ339016 Error creating subscription s1 (AMQ229200: Maximum Consumer Limit Reached on "
         "Queue:(address=news,queue=c1.sub))"
@@ -845,3 +855,42 @@ def test_management_sends_go_without_content_length(management_wire: tuple[Any, 
 )
 def test_error_classification(text: str, error_class: type[JMSException]) -> None:
     assert ArtemisAdapter().error_for(text, Frame("SEND", {})) is error_class
+
+
+def test_a_shared_subscription_gets_its_own_queue_and_consumers_attach_by_fqqn() -> None:
+    from jmslike.adapters.artemis import shared_queue_name
+
+    session = ScriptedManagement(
+        {
+            ("queue.jmslike.shared.~none.all", "getAddress"): failed(
+                "AMQ229067: Cannot find resource with name queue.jmslike.shared.~none.all"
+            ),
+            ("broker", "createQueue"): ok(),
+        }
+    )
+    wire = RecordingWire()
+    spec = SubscriptionSpec("s1", Topic("news"), selector="region = 'EU'", shared_name="all")
+    with_management(session).subscribe(wire, spec)
+    created = json.loads(session.calls[-1][2][0])
+    assert created["name"] == shared_queue_name(None, "all", False) == "jmslike.shared.~none.all"
+    assert created["auto-delete"] is True and created["durable"] is False and "max-consumers" not in created
+    assert created["filter-string"] == "region = 'EU'"
+    headers = wire.frames[0].headers
+    assert headers["destination"] == "news::jmslike.shared.~none.all" and "selector" not in headers
+
+
+def test_a_changed_shared_subscription_with_consumers_is_refused() -> None:
+    resource = "queue.jmslike.shared-durable.c1.all"
+    session = ScriptedManagement(
+        {
+            ("queue.c1.all", "getAddress"): failed("AMQ229067: Cannot find resource with name queue.c1.all"),
+            (resource, "getAddress"): ok("news"),
+            (resource, "getFilter"): ok("n = 1"),
+            (resource, "getMaxConsumers"): ok(-1),
+            (resource, "getConsumerCount"): ok(2),
+        }
+    )
+    spec = SubscriptionSpec("s1", Topic("news"), client_id="c1", shared_name="all", shared_durable=True)
+    with pytest.raises(JMSException, match="active consumers"):
+        with_management(session).subscribe(RecordingWire(), spec)
+    assert "destroyQueue" not in session.operations()
