@@ -3,6 +3,7 @@ subscriptions and the JMS 1.0.2 domain interfaces, each through jmslike's public
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
@@ -339,3 +340,91 @@ def callback_close(ctx: Context) -> None:
     session.commit()
     assert refused == ["close", "commit"], f"expected both refused, got {refused}"
     session.close()
+
+
+_SHARED_CHILD = r"""
+import os, sys
+from jmslike import ConnectionFactory, JMSContext
+factory = ConnectionFactory(os.environ["JMSLIKE_CONFORMANCE_URL"])
+with factory.createContext(os.environ["JMSLIKE_CONFORMANCE_USER"], os.environ["JMSLIKE_CONFORMANCE_PASSWORD"]) as context:
+    consumer = context.createSharedDurableConsumer(context.createTopic(sys.argv[1]), sys.argv[2])
+    print("READY", flush=True)
+    got = []
+    first = consumer.receiveBody(str, 20000)
+    while first is not None:
+        got.append(first)
+        first = consumer.receiveBody(str, 1500)
+    consumer.close()
+    print("GOT " + " ".join(got), flush=True)
+"""
+
+
+@scenario(
+    "jms2.shared-durable-two-processes",
+    category=CAT,
+    rule="Consumers of one shared durable subscription in two processes share its messages: each message "
+    "reaches exactly one of them",
+    section=f"{SEC} §8.3.4",
+)
+def shared_two_processes(ctx: Context) -> None:
+    topic, name = ctx.name("t"), ctx.name("s")
+    context = _context(ctx)
+    mine = context.createSharedDurableConsumer(context.createTopic(topic), name)
+    child = ctx.spawn([sys.executable, "-c", _SHARED_CHILD, topic, name], env=ctx.child_env())
+    assert child.stdout is not None
+    ready = child.stdout.readline().strip()
+    if ready != "READY":
+        child.kill()
+        _, err = child.communicate(timeout=5)
+        raise AssertionError(f"the other process did not attach: {ready!r} {err[-500:]}")
+    texts = [f"m{i}" for i in range(20)]
+    producer = context.createProducer()
+    for text in texts:
+        producer.send(context.createTopic(topic), text)
+    got_here: list[str] = []
+    while (body := mine.receiveBody(str, 1500)) is not None:
+        got_here.append(body)
+    report = child.stdout.readline().strip()
+    assert report.startswith("GOT"), f"the other process reported {report!r}"
+    got_there = report.split()[1:]
+    assert sorted(got_here + got_there) == sorted(texts), f"here {got_here}, there {got_there}"
+    assert got_here and got_there, f"one process got everything: here {got_here}, there {got_there}"
+    mine.close()
+    child.wait(10)
+    context.unsubscribe(name)
+
+
+@dataclass
+class SharedState:
+    topic: str
+    name: str
+    texts: list[str]
+
+
+@restart_scenario(
+    "jms2.shared-durable-survives-restart",
+    category=CAT,
+    rule="A shared durable subscription and its PERSISTENT backlog survive a broker restart",
+    section=f"{SEC} §8.3.4, JMS 1.1 §4.10",
+)
+def shared_restart(ctx: Context) -> SharedState:
+    state = SharedState(ctx.name("t"), ctx.name("s"), ["kept-1", "kept-2", "kept-3"])
+    context = _context(ctx)
+    topic = context.createTopic(state.topic)
+    context.createSharedDurableConsumer(topic, state.name).close()
+    producer = context.createProducer().setDeliveryMode(DeliveryMode.PERSISTENT)
+    for text in state.texts:
+        producer.send(topic, text)
+    return state
+
+
+@shared_restart.verify
+def _shared_restart(ctx: Context, state: SharedState) -> None:
+    context = _context(ctx)
+    consumer = context.createSharedDurableConsumer(context.createTopic(state.topic), state.name)
+    got = []
+    while (body := consumer.receiveBody(str, 1500)) is not None:
+        got.append(body)
+    assert got == state.texts, f"after the restart the shared subscription held {got}"
+    consumer.close()
+    context.unsubscribe(state.name)
