@@ -77,6 +77,7 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ),
     ("jms2.shared-unshared-name-clash", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
     ("jms2.shared-durable-two-processes", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
+    ("jms2.shared-changed-selector", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
     ("jms2.shared-durable-survives-restart", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
     ("faults.kill-with-traffic", "rabbitmq", "kill"): Expectation(
         "deviation", _RABBIT_ACK_KILL, observed=frozenset({"I3 flagged"})

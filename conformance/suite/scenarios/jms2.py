@@ -428,3 +428,77 @@ def _shared_restart(ctx: Context, state: SharedState) -> None:
     assert got == state.texts, f"after the restart the shared subscription held {got}"
     consumer.close()
     context.unsubscribe(state.name)
+
+
+@scenario(
+    "jms2.context-sibling-and-autostart",
+    category=CAT,
+    rule="createContext(sessionMode) shares the connection and its client ID, which closes with the last "
+    "context; with autoStart off nothing is delivered before start()",
+    section=f"{SEC} JMSContext.createContext, setAutoStart",
+)
+def context_sibling(ctx: Context) -> None:
+    first = _context(ctx)
+    client_id = ctx.client_id()
+    first.setClientID(client_id)  # right after createContext: the session comes with first use
+    second = first.createContext(JMSContext.CLIENT_ACKNOWLEDGE)
+    ctx.defer(second.close)
+    assert second.getClientID() == client_id, "a sibling context must share the connection's client ID"
+    second.setAutoStart(False)
+    queue = second.createQueue(ctx.name("q"))
+    first.close()
+    second.createProducer().send(queue, "after the first closed")  # the connection lives on
+    consumer = second.createConsumer(queue)
+    assert consumer.receiveNoWait() is None, "delivered before start() with autoStart off"
+    second.start()
+    assert consumer.receiveBody(str, RECEIVE_MS) == "after the first closed"
+    second.acknowledge()
+    second.close()
+    expect_raises(IllegalStateRuntimeException, lambda: second.createQueue("x"), "use after the last close")
+
+
+@scenario(
+    "jms2.context-client-acknowledge",
+    category=CAT,
+    rule="JMSContext.acknowledge() acknowledges everything the context consumed; what it did not "
+    "acknowledge comes back after close",
+    section=f"{SEC} JMSContext.acknowledge",
+)
+def context_client_ack(ctx: Context) -> None:
+    queue_name = ctx.name("q")
+    send_texts(ctx.connect(), queue_name, ["a", "b", "c"])
+    context = _context(ctx, JMSContext.CLIENT_ACKNOWLEDGE)
+    consumer = context.createConsumer(context.createQueue(queue_name))
+    assert [consumer.receiveBody(str, RECEIVE_MS) for _ in range(2)] == ["a", "b"]
+    context.acknowledge()
+    assert consumer.receiveBody(str, RECEIVE_MS) == "c"
+    context.close()
+    assert drain_texts(ctx.connect(), queue_name) == ["c"], "acknowledged messages came back, or c was lost"
+
+
+@scenario(
+    "jms2.shared-changed-selector",
+    category=CAT,
+    rule="Creating a shared durable subscription with another selector replaces it (and its backlog) when "
+    "it has no consumer, and is refused while it has one",
+    section=f"{SEC} §8.3.4",
+)
+def shared_changed(ctx: Context) -> None:
+    context = _context(ctx)
+    topic = context.createTopic(ctx.name("t"))
+    name = ctx.name("s")
+    context.createSharedDurableConsumer(topic, name, "kind = 'a'").close()
+    producer = context.createProducer().setProperty("kind", "a")
+    producer.send(topic, "old backlog")
+    active = context.createSharedDurableConsumer(topic, name, "kind = 'b'")  # unused: replaced, backlog gone
+    other = _context(ctx)
+    expect_raises(
+        JMSRuntimeException,
+        lambda: other.createSharedDurableConsumer(other.createTopic(topic.getTopicName()), name, "kind = 'c'"),
+        "changing a shared subscription that has a consumer",
+    )
+    producer.setProperty("kind", "b").send(topic, "new")
+    assert active.receiveBody(str, RECEIVE_MS) == "new"
+    assert active.receiveNoWait() is None, "the replaced subscription's backlog survived"
+    active.close()
+    context.unsubscribe(name)
