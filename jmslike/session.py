@@ -363,8 +363,15 @@ class Session(SessionDomainMethods):
         durable one (JMS 2.0) is found by name and client ID, which may then be unset."""
         self._check_open()
         adapter = self._connection.adapter
-        if self._connection.getClientID() is None and adapter.capabilities.shared_subscriptions:
-            self._unsubscribe_shared(None, _check_subscription_name(name))
+        if self._connection.getClientID() is None:  # JMS 2.0: only a shared durable one can be meant
+            name = _check_subscription_name(name)
+            if not adapter.capabilities.shared_subscriptions:
+                raise InvalidDestinationException(
+                    f"no durable subscription {name!r} exists without a client ID ({adapter.display_name} has no "
+                    "shared ones, the only kind without); an unshared durable subscription is found by its "
+                    "client ID: call connection.setClientID(...) first"
+                )
+            self._unsubscribe_shared(None, name)
             return
         client_id = self._require_client_id("unsubscribe")
         name = _check_subscription_name(name)

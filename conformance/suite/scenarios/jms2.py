@@ -494,7 +494,9 @@ def shared_changed(ctx: Context) -> None:
     other = _context(ctx)
     expect_raises(
         JMSRuntimeException,
-        lambda: other.createSharedDurableConsumer(other.createTopic(topic.getTopicName()), name, "kind = 'c'"),
+        lambda: other.createSharedDurableConsumer(
+            other.createTopic(topic.getTopicName()), name, "kind = 'c'"
+        ),
         "changing a shared subscription that has a consumer",
     )
     producer.setProperty("kind", "b").send(topic, "new")
