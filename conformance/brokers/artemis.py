@@ -47,14 +47,19 @@ def find_artemis_home(explicit: str | os.PathLike[str] | None = None) -> Path | 
 
 
 def check_artemis_home(home: Path) -> None:
-    """Raise BrokerNotInstalledError unless ``home`` looks like an Artemis distribution."""
+    """Raise BrokerNotInstalledError unless ``home`` looks like an Artemis distribution: a set but wrong
+    ARTEMIS_HOME is a mistake to report, not a reason to skip."""
+    hint = (
+        f"point {ARTEMIS_HOME_ENV} at an unpacked Artemis distribution "
+        "(`python -m jmslike.conformance.brokers ensure artemis` says more)"
+    )
     if not (home / "bin" / "artemis").is_file():
         raise BrokerNotInstalledError(
-            f"artemis: {home} has no bin/artemis; ARTEMIS_HOME must name an Artemis distribution"
+            f"artemis: not installed at {ARTEMIS_HOME_ENV}={home} (no bin/artemis); {hint}"
         )
     if not any((home / "lib").glob("artemis-server-*.jar")):
         raise BrokerNotInstalledError(
-            f"artemis: {home}/lib has no artemis-server jar; is the distribution complete?"
+            f"artemis: not installed completely at {ARTEMIS_HOME_ENV}={home} (no lib/artemis-server-*.jar); {hint}"
         )
 
 

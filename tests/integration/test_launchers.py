@@ -65,6 +65,7 @@ BROKEN_CONFIG: dict[BrokerKind, tuple[dict[str, str], str]] = {
 MISSING_INSTALL: dict[BrokerKind, tuple[str, str]] = {
     "activemq": ("ACTIVEMQ_HOME", "/nonexistent/activemq"),
     "rabbitmq": ("JMSLIKE_RABBITMQ_SERVER", "/nonexistent/rabbitmq/sbin/rabbitmq-server"),
+    "artemis": ("ARTEMIS_HOME", "/nonexistent/artemis"),
 }
 
 
@@ -97,12 +98,22 @@ def _next_frame(client: Any, deadline: float) -> Any:
     return client.receiveFrame()
 
 
+def _anycast(broker: BrokerHandle, header: str) -> dict[str, str]:
+    """Artemis' STOMP acceptor as created has no /queue/ prefix, and an address it auto-creates without a
+    routing type is MULTICAST: a message sent before the SUBSCRIBE would go nowhere. Queue semantics are
+    asked for with ``destination-type`` (SEND) / ``subscription-type`` (SUBSCRIBE), as adapters/artemis.py does."""
+    return {header: "ANYCAST"} if broker.kind == "artemis" else {}
+
+
 def send(broker: BrokerHandle, queue_name: str, bodies: list[tuple[str, bool]]) -> None:
     """Send (body, persistent) pairs to /queue/NAME, each confirmed by a RECEIPT."""
     with stomp(broker) as client:
         for body, persistent in bodies:
             receipt = f"r-{uuid.uuid4().hex}"
-            headers = {"persistent": "true" if persistent else "false"}
+            headers = {
+                "persistent": "true" if persistent else "false",
+                **_anycast(broker, "destination-type"),
+            }
             client.send(f"/queue/{queue_name}", body.encode(), headers=headers, receipt=receipt)
             frame = _next_frame(client, time.monotonic() + RECEIVE_S)
             assert frame is not None, f"no RECEIPT for {body!r} within {RECEIVE_S} s"
@@ -117,7 +128,11 @@ def receive(broker: BrokerHandle, queue_name: str, *, expected: int) -> list[str
     with stomp(broker) as client:
         client.subscribe(
             f"/queue/{queue_name}",
-            {StompSpec.ACK_HEADER: StompSpec.ACK_CLIENT_INDIVIDUAL, StompSpec.ID_HEADER: "s1"},
+            {
+                StompSpec.ACK_HEADER: StompSpec.ACK_CLIENT_INDIVIDUAL,
+                StompSpec.ID_HEADER: "s1",
+                **_anycast(broker, "subscription-type"),
+            },
         )
         deadline = time.monotonic() + RECEIVE_S
         watching_extras = False
@@ -218,7 +233,8 @@ def test_broker_is_up(broker: BrokerHandle, broker_kind: BrokerKind, unique_name
     assert broker.kind == broker_kind
     assert broker.url == f"{broker_kind}://{broker.host}:{broker.port}"
     assert broker.is_running()
-    assert broker.password not in repr(broker)
+    # Artemis' default password is "artemis", the URL scheme: look for it outside the URL.
+    assert broker.password not in repr(broker).replace(broker.url, "")
     assert (broker.user, broker.password) == DEFAULT_CREDENTIALS[broker_kind]
     send(broker, unique_name, [("hello", True)])
     assert receive(broker, unique_name, expected=1) == ["hello"]
@@ -346,6 +362,8 @@ def test_missing_installation(
 
 @pytest.mark.slow
 def test_broker_exiting_during_start(broker_kind: BrokerKind, process_launcher: None) -> None:
+    if broker_kind not in BROKEN_CONFIG:
+        pytest.skip(f"the {broker_kind} launcher takes no configuration that could be broken")
     options, evidence = BROKEN_CONFIG[broker_kind]
     t0 = time.monotonic()
     with pytest.raises(BrokerStartError) as caught:
