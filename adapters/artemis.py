@@ -66,6 +66,7 @@ from jmslike.contract import (
     IncomingMessage,
     OutgoingMessage,
     SelectorSupport,
+    SubscriptionRegistry,
     SubscriptionSpec,
     Wire,
 )
@@ -395,6 +396,9 @@ class ManagementSession(Protocol):
 
     def invoke(self, resource: str, operation: str, *params: object) -> ManagementReply: ...
 
+    def send(self, headers: Mapping[str, str]) -> None:
+        """Send one body-less message and wait for its receipt (jmslike's records, adapters.artemis_admin)."""
+
 
 ManagementFactory = Callable[[], AbstractContextManager[ManagementSession]]
 
@@ -647,6 +651,11 @@ class ManagementClient:
             self._wire.close(timeout_s=2.0)
             self._wire = None
 
+    def send(self, headers: Mapping[str, str]) -> None:
+        if self._wire is None:
+            raise IllegalStateException("the management connection is not open")
+        self._wire.request(Frame("SEND", dict(headers)))
+
     def invoke(self, resource: str, operation: str, *params: object) -> ManagementReply:
         if self._wire is None:
             raise IllegalStateException("the management connection is not open")
@@ -704,7 +713,7 @@ class ArtemisAdapter(StompDialect):
         client_id_enforced=True,  # by a max-consumers=1 lock queue, through management
         single_durable_consumer=True,  # subscription queues are created with max-consumers=1
         broker_redelivery_flag=True,
-        admin=False,
+        admin=True,  # records in a last-value queue, read and removed through management (artemis_admin)
         transactional_acks=False,  # Artemis applies an ACK at once, even inside a transaction
         # Last-value queues would keep the latest, but STOMP cannot declare one and there is no STOMP
         # browser to read it without consuming: refused until a management-based store is written.
@@ -744,6 +753,13 @@ class ArtemisAdapter(StompDialect):
         self._client_id: str | None = None
         self._origin = uuid.uuid4().hex
         self._sub_kinds: dict[str, type[Destination]] = {}
+        # Non-durable topic subscriptions: ``ack:auto``, so their messages are never acknowledged by jmslike.
+        # Artemis gives every copy of a message the same ``ack`` id on one connection, and keeps one pending
+        # ACK per id: the second subscription's ACK of that id is an ERROR that closes the connection
+        # (AMQ339025, seen with a raw STOMP client on 2.21). A non-durable subscription's queue dies with
+        # its consumer, so acknowledging on delivery loses nothing JMS keeps; jmslike still redelivers
+        # locally on recover() and rollback.
+        self._acked_on_delivery: set[str] = set()
         self._warned_heartbeat = False
 
     # -- connection -----------------------------------------------------------------------------------
@@ -807,6 +823,11 @@ class ArtemisAdapter(StompDialect):
         if self._host is not None:
             hosts = [self._host, *(h for h in hosts if h != self._host)]
         return ManagementClient(self._config, hosts, self.error_for)
+
+    def subscription_registry(self) -> SubscriptionRegistry:
+        from .artemis_admin import ArtemisRegistry  # it builds on this module's management calls
+
+        return ArtemisRegistry(self._management)
 
     # -- destinations ---------------------------------------------------------------------------------
 
@@ -896,11 +917,13 @@ class ArtemisAdapter(StompDialect):
     def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
         if spec.browser:
             raise UnsupportedFeatureException(self.display_name, "queue browsing")
+        routing = routing_type(spec.destination)
+        acked_on_delivery = routing == MULTICAST and spec.durable_name is None and spec.shared_name is None
         headers = {
             "id": spec.sub_id,
             "destination": self.destination_name(spec.destination),
-            "ack": "client-individual",
-            SUBSCRIPTION_TYPE_HEADER: routing_type(spec.destination),
+            "ack": "auto" if acked_on_delivery else "client-individual",
+            SUBSCRIPTION_TYPE_HEADER: routing,
             WINDOW_HEADER: str(consumer_window_size(spec.prefetch)),
         }
         selector = self.broker_selector(spec)
@@ -937,10 +960,13 @@ class ArtemisAdapter(StompDialect):
                     headers.get("selector"),
                 )
         self._sub_kinds[spec.sub_id] = type(spec.destination)
+        if headers["ack"] == "auto":
+            self._acked_on_delivery.add(spec.sub_id)
         try:
             wire.request(Frame("SUBSCRIBE", headers))
         except JMSException as exc:
             self._sub_kinds.pop(spec.sub_id, None)
+            self._acked_on_delivery.discard(spec.sub_id)
             if spec.durable_name is not None and _MAX_CONSUMERS.search(str(exc)):
                 raise JMSException(
                     f"durable subscription {spec.durable_name!r} of client {client_id!r} already has an active "
@@ -955,6 +981,7 @@ class ArtemisAdapter(StompDialect):
             super().detach(wire, spec, held)
         finally:
             self._sub_kinds.pop(spec.sub_id, None)
+            self._acked_on_delivery.discard(spec.sub_id)
 
     def delete_shared_durable(self, wire: Wire, client_id: str | None, name: str) -> None:
         queue_name = shared_queue_name(client_id, name, True)
@@ -1028,6 +1055,7 @@ class ArtemisAdapter(StompDialect):
             destination=self._incoming_destination(headers),
             type_tag=incoming.type_tag or untagged_type(headers, frame.body),
             property_headers=properties,
+            local=incoming.sub_id in self._acked_on_delivery,
         )
 
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame:

@@ -1,30 +1,61 @@
-"""ActiveMQ Artemis: listing durable subscriptions through the management address (mapping only).
+"""ActiveMQ Artemis: jmslike's record of durable subscriptions, kept on the broker through its management address.
 
-Artemis keeps a durable subscription as a MULTICAST queue named ``<client ID>.<name>`` on the topic's
-address, with the subscription's filter (see :mod:`adapters.artemis`). ``ActiveMQServerControl.listQueues``
-(invoked on the ``broker`` resource over the management address, as the adapter already does for
-``createQueue``) returns every queue with its address, filter, durability, consumer and message counts:
-enough for ``Admin.subscriptions()``.
+Artemis keeps a durable subscription as a MULTICAST queue named ``<client ID>.<name>`` on the topic's address,
+with the subscription's filter (see :mod:`adapters.artemis`). That queue says which subscriptions exist, with
+their consumer and message counts (``ActiveMQServerControl.listQueues``), but not what jmslike needs to resume
+one by name, expire it, or persistence-filter it: the application's selector apart from the inactive one,
+noLocal, the expiry, when it was last active. Those live in a record per subscription:
 
-Status: written from Artemis's source and unit-tested on canned replies only; no Artemis broker can run
-here, so it is **not wired into the adapter** (``ArtemisAdapter.subscription_registry()`` still returns
-None, and resume / expiry / administration raise ``UnsupportedFeatureException`` on Artemis). Known
-limits of the mapping: a client ID containing a dot cannot be told from the name (split at the first
-dot); the selector is Artemis's core filter (``AMQPriority`` for ``JMSPriority``...); Artemis reports no
-"last active" time.
+- one durable ANYCAST *last-value queue*, ``jmslike.subscriptions``, keyed by ``jmslike_sub_key`` (a hash of
+  client ID and name, :func:`jmslike.catalogue.key_of`): Artemis keeps only the newest record of a key, so
+  an attach or detach replaces the record atomically, with nothing to compact;
+- a record is a message whose properties hold a :class:`jmslike.catalogue.Entry` as JSON, cut into parts of
+  at most ``PART_CHARS`` characters: the management reads (``QueueControl.listMessagesAsJSON``) truncate
+  every property value at ``management-message-attribute-size-limit`` (256 characters by default) and leave
+  the body out;
+- records are written by a STOMP SEND (persistent, with a receipt) on the management connection, read with
+  ``listMessagesAsJSON(filter)``, and removed with ``removeMessages(filter)``.
+
+Only the holder of a client ID writes its records (jmslike's client-ID lock queue admits one connection), as
+with the ActiveMQ catalogue. ``active`` and ``pending`` come from the broker (exact, no statistics lag);
+``lastActive`` from the record. A subscription made by another client (a Java JMS client uses the same
+queue name) is listed from its queue alone: its core filter as the selector, the name split at the first dot.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Final
 
-from jmslike.exceptions import JMSException
-from jmslike.subscriptions import SubscriptionInfo
+from jmslike.catalogue import Entry, key_of
+from jmslike.exceptions import InvalidDestinationException, JMSException
+from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
-from .artemis import BROKER_RESOURCE, CLIENT_ID_LOCK_PREFIX, ManagementSession, management_failure
+from .artemis import (
+    ANYCAST,
+    BROKER_RESOURCE,
+    CLIENT_ID_LOCK_PREFIX,
+    DESTINATION_TYPE_HEADER,
+    QUEUE_RESOURCE_PREFIX,
+    ManagementSession,
+    create_queue,
+    durable_queue_name,
+    management_failure,
+    shared_queue_name,
+)
 
 PAGE_SIZE = 1000
+RECORD_QUEUE: Final = "jmslike.subscriptions"
+KEY_PROPERTY: Final = "jmslike_sub_key"
+PARTS_PROPERTY: Final = "jmslike_sub_parts"
+PART_PROPERTY_PREFIX: Final = "jmslike_sub_rec_"
+# Below Artemis's default management-message-attribute-size-limit (256), which truncates longer values.
+PART_CHARS: Final = 200
+# The prefix every jmslike-made shared subscription queue has (never an unshared durable subscription).
+_SHARED_PREFIX: Final = shared_queue_name(None, "", True).split(".", 1)[0] + ".shared"
 #: listQueues filter: MULTICAST queues (topic subscriptions) only.
 MULTICAST_ONLY = json.dumps({"field": "routingType", "operation": "EQUALS", "value": "MULTICAST"})
 
@@ -61,7 +92,7 @@ def info_of(row: dict[str, Any]) -> SubscriptionInfo | None:
         or _flag(row.get("temporary"))
         or _flag(row.get("internalQueue"))
         or str(row.get("routingType", "MULTICAST")).upper() != "MULTICAST"
-        or name.startswith(CLIENT_ID_LOCK_PREFIX)
+        or name.startswith((CLIENT_ID_LOCK_PREFIX, _SHARED_PREFIX))
         or "." not in name
     ):
         return None
@@ -82,16 +113,177 @@ def info_of(row: dict[str, Any]) -> SubscriptionInfo | None:
     )
 
 
-def list_subscriptions(session: ManagementSession) -> list[SubscriptionInfo]:
-    """Every durable subscription on the broker, page by page."""
-    rows: list[SubscriptionInfo] = []
+def list_queue_rows(session: ManagementSession) -> list[dict[str, Any]]:
+    """Every MULTICAST queue on the broker, page by page."""
+    rows: list[dict[str, Any]] = []
     page = 1
     while True:
         reply = session.invoke(BROKER_RESOURCE, "listQueues", MULTICAST_ONLY, page, PAGE_SIZE)
         if not reply.succeeded:
             raise management_failure(reply, "listQueues")
         entries = parse_queue_list(reply.value)
-        rows += [info for info in map(info_of, entries) if info is not None]
+        rows += entries
         if len(entries) < PAGE_SIZE:
-            return sorted(rows, key=lambda r: (r.clientId, r.name))
+            return rows
         page += 1
+
+
+def list_subscriptions(session: ManagementSession) -> list[SubscriptionInfo]:
+    """Every durable subscription on the broker from its queues alone (no records), sorted."""
+    rows = [info for info in map(info_of, list_queue_rows(session)) if info is not None]
+    return sorted(rows, key=lambda r: (r.clientId, r.name))
+
+
+# -- jmslike's records ----------------------------------------------------------------------------------
+
+
+def record_queue_configuration() -> str:
+    """The last-value queue of records: the newest record per key is all Artemis keeps."""
+    return json.dumps(
+        {
+            "name": RECORD_QUEUE,
+            "address": RECORD_QUEUE,
+            "routing-type": ANYCAST,
+            "durable": True,
+            "last-value": True,
+            "last-value-key": KEY_PROPERTY,
+            "auto-create-address": True,
+            "purge-on-no-consumers": False,
+        },
+        separators=(",", ":"),
+        sort_keys=True,
+    )
+
+
+def record_headers(key: str, entry: Entry) -> dict[str, str]:
+    """The SEND headers of one record: the key, and the entry's JSON in parts short enough to read back."""
+    text = entry.to_json()
+    parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+    headers = {
+        "destination": RECORD_QUEUE,
+        DESTINATION_TYPE_HEADER: ANYCAST,
+        "persistent": "true",
+        KEY_PROPERTY: key,
+        PARTS_PROPERTY: str(len(parts)),
+    }
+    headers.update({f"{PART_PROPERTY_PREFIX}{n}": part for n, part in enumerate(parts)})
+    return headers
+
+
+def entry_of(properties: Mapping[str, object]) -> Entry | None:
+    """The entry a listed record holds, or None when it is unreadable (a foreign or damaged message)."""
+    try:
+        count = int(str(properties[PARTS_PROPERTY]))
+        text = "".join(str(properties[f"{PART_PROPERTY_PREFIX}{n}"]) for n in range(count))
+        return Entry.from_json(text, str(properties.get("messageID", "")))
+    except (KeyError, ValueError, TypeError, JMSException):
+        return None
+
+
+def key_filter(key: str | None) -> str:
+    return f"{KEY_PROPERTY} = '{key}'" if key is not None else f"{KEY_PROPERTY} IS NOT NULL"
+
+
+def read_records(session: ManagementSession, key: str | None) -> dict[str, Entry]:
+    """The record of ``key`` (or of every key), by key. A missing record queue means no records yet."""
+    reply = session.invoke(QUEUE_RESOURCE_PREFIX + RECORD_QUEUE, "listMessagesAsJSON", key_filter(key))
+    if not reply.succeeded:
+        error = management_failure(reply, f"listMessagesAsJSON on {RECORD_QUEUE}")
+        if isinstance(error, InvalidDestinationException):
+            return {}
+        raise error
+    try:
+        rows = json.loads(reply.value) if isinstance(reply.value, str) else reply.value
+    except ValueError as exc:
+        raise JMSException(f"ActiveMQ Artemis listMessagesAsJSON gave an unreadable answer: {exc}") from exc
+    records: dict[str, Entry] = {}
+    for row in rows if isinstance(rows, list) else []:
+        entry = entry_of(row) if isinstance(row, dict) else None
+        if entry is not None:
+            records[str(row[KEY_PROPERTY])] = entry
+    return records
+
+
+def merged_row(row: dict[str, Any], records: Mapping[str, Entry]) -> SubscriptionInfo | None:
+    """One admin row: the broker's queue (existence, active, pending) with jmslike's record where it has one."""
+    info = info_of(row)
+    if info is None:
+        return None
+    name = str(row.get("name", ""))
+    for entry in records.values():
+        definition = entry.definition
+        if definition is None or durable_queue_name(definition.client_id, definition.name) != name:
+            continue
+        return SubscriptionInfo(
+            clientId=definition.client_id,
+            name=definition.name,
+            topic=definition.topic,
+            selector=definition.selector,
+            durable=True,
+            active=info.active,
+            pending=info.pending,
+            lastActive=None if info.active else entry.at_ms / 1000,
+            inactiveSelector=definition.inactive_selector,
+            expiryMs=definition.expiry_ms,
+            noLocal=definition.no_local,
+        )
+    return info
+
+
+class ArtemisRegistry:
+    """The :class:`~jmslike.contract.SubscriptionRegistry` for Artemis: records in a last-value queue."""
+
+    broker_expiry = False
+
+    def __init__(self, management: Callable[[], AbstractContextManager[ManagementSession]]) -> None:
+        self._management = management
+
+    def __repr__(self) -> str:
+        return "ArtemisRegistry()"
+
+    def _entry(self, client_id: str, name: str) -> Entry | None:
+        key = key_of(client_id, name)
+        with self._management() as session:
+            return read_records(session, key).get(key)
+
+    def _write(self, state: str, definition: DurableDefinition) -> None:
+        key = key_of(definition.client_id, definition.name)
+        entry = Entry(definition, state, int(time.time() * 1000), 1)
+        with self._management() as session:
+            create_queue(session, record_queue_configuration(), ignore_if_exists=True)
+            session.send(record_headers(key, entry))
+
+    def lookup(self, client_id: str, name: str) -> DurableDefinition | None:
+        entry = self._entry(client_id, name)
+        return entry.definition if entry is not None else None
+
+    def attached(self, definition: DurableDefinition) -> None:
+        self._write("attached", definition)
+
+    def detached(self, definition: DurableDefinition) -> None:
+        self._write("detached", definition)
+
+    def removed(self, client_id: str, name: str) -> None:
+        with self._management() as session:
+            reply = session.invoke(
+                QUEUE_RESOURCE_PREFIX + RECORD_QUEUE, "removeMessages", key_filter(key_of(client_id, name))
+            )
+        if not reply.succeeded:
+            error = management_failure(reply, f"removeMessages on {RECORD_QUEUE}")
+            if not isinstance(error, InvalidDestinationException):
+                raise error
+
+    def expiry_state(self, client_id: str, name: str) -> tuple[int, int | None]:
+        entry = self._entry(client_id, name)
+        if entry is None or entry.definition is None:
+            return 0, None
+        # "attached" means its owner (the caller, who holds the client ID now) went away while attached: the
+        # attach time is the last activity known.
+        return entry.definition.expiry_ms, entry.at_ms
+
+    def list(self) -> list[SubscriptionInfo]:
+        with self._management() as session:
+            records = read_records(session, None)
+            queues = list_queue_rows(session)
+        rows = [merged_row(row, records) for row in queues]
+        return sorted((r for r in rows if r is not None), key=lambda r: (r.clientId, r.name))

@@ -170,8 +170,9 @@ class IncomingMessage:
     browser_end: bool = False
     # JMSDeliveryTime: when the message became deliverable (its timestamp unless it was delayed).
     delivery_time: int = 0
-    # Delivered by jmslike itself (a retained publication handed out by requestUpdate): nothing to
-    # acknowledge on the broker.
+    # Nothing to acknowledge on the broker: delivered by jmslike itself (a retained publication handed out by
+    # requestUpdate), or by a subscription the broker acknowledges on delivery (Artemis's non-durable topic
+    # subscriptions, see adapters/artemis.py).
     local: bool = False
 
 

@@ -7,8 +7,19 @@ import json
 import pytest
 
 from jmslike.adapters.artemis import ManagementReply
-from jmslike.adapters.artemis_admin import PAGE_SIZE, info_of, list_subscriptions, parse_queue_list
+from jmslike.adapters.artemis_admin import (
+    PAGE_SIZE,
+    PART_PROPERTY_PREFIX,
+    entry_of,
+    info_of,
+    list_subscriptions,
+    merged_row,
+    parse_queue_list,
+    record_headers,
+)
+from jmslike.catalogue import Entry, key_of
 from jmslike.exceptions import JMSException
+from jmslike.subscriptions import DurableDefinition
 
 
 def queue(name: str, **fields: object) -> dict[str, object]:
@@ -98,3 +109,53 @@ def test_list_failure_is_a_jms_exception() -> None:
 
     with pytest.raises(JMSException, match="listQueues"):
         list_subscriptions(Refusing())
+
+
+# -- jmslike's records ----------------------------------------------------------------------------------
+
+
+def test_a_long_record_survives_the_management_attribute_limit() -> None:
+    """listMessagesAsJSON cuts every property value at 256 characters: a record is written in parts."""
+    definition = DurableDefinition(
+        client_id="c" * 120, name="n" * 120, topic="orders", selector="region = 'EU' AND " * 20 + "x = 1"
+    )
+    entry = Entry(definition, "detached", 1234, 1)
+    headers = record_headers(key_of(definition.client_id, definition.name), entry)
+    parts = [v for k, v in headers.items() if k.startswith(PART_PROPERTY_PREFIX)]
+    assert len(parts) > 1 and all(len(p) <= 256 for p in parts)
+    listed: dict[str, object] = {**headers, "messageID": 42}
+    read = entry_of(listed)
+    assert read is not None and (read.definition, read.state, read.at_ms) == (definition, "detached", 1234)
+
+
+def test_a_damaged_record_is_skipped() -> None:
+    headers = record_headers("k", Entry(DurableDefinition("c", "n", "t"), "attached", 1, 1))
+    del headers[f"{PART_PROPERTY_PREFIX}0"]
+    assert entry_of(headers) is None
+    assert entry_of({"jmslike_sub_key": "k"}) is None
+
+
+def test_listing_merges_the_queue_with_its_record() -> None:
+    definition = DurableDefinition(
+        "billing.eu", "orders", "orders", selector="a = 1", inactive_selector="b = 2"
+    )
+    records = {"k": Entry(definition, "detached", 5000, 1)}
+    # A dotted client ID is told apart by the record; the queue's filter is (S) AND (I) in core syntax.
+    row = merged_row(queue("billing.eu.orders", filter="(a = 1) AND (b = 2)", messageCount="3"), records)
+    assert row is not None
+    assert (row.clientId, row.name, row.selector, row.inactiveSelector, row.pending, row.lastActive) == (
+        "billing.eu",
+        "orders",
+        "a = 1",
+        "b = 2",
+        3,
+        5.0,
+    )
+    live = merged_row(queue("billing.eu.orders", consumerCount="1"), records)
+    assert live is not None and live.active is True and live.lastActive is None
+    foreign = merged_row(queue("java.sub"), records)  # a Java client's subscription: the queue alone
+    assert foreign is not None and (foreign.clientId, foreign.name) == ("java", "sub")
+
+
+def test_shared_subscription_queues_are_not_listed_as_unshared() -> None:
+    assert info_of(queue("jmslike.shared-durable.c.s")) is None
