@@ -904,15 +904,17 @@ class ArtemisAdapter(StompDialect):
                 clause = no_local_clause(CLIENT_ID_HEADER, client_id)
             else:
                 clause = no_local_clause(CONNECTION_HEADER, self._origin)
-        if spec.selector and selectors.parse(spec.selector).computes:
+        if spec.selector and self.selector_placement(selectors.parse(spec.selector)) == "client":
             return combine_filters(client_selector_stand_in(spec.selector), clause)  # jmslike evaluates it
         return combine_filters(artemis_selector(spec.selector), clause)
 
     def selector_placement(self, selector: selectors.Selector) -> SelectorSupport:
-        """Artemis's core filter cannot compute on STOMP's string properties either (seen on 2.21: a topic
-        subscriber with ``price * qty BETWEEN 10 AND 20`` got nothing): jmslike evaluates such selectors on
-        topics and refuses them on queues, as on ActiveMQ."""
-        return "client" if selector.computes else "broker"
+        """Artemis's core filter cannot compute on STOMP's string properties (seen on 2.21: a topic subscriber
+        with ``price * qty BETWEEN 10 AND 20`` got nothing), nor compare them with numbers or booleans
+        (``weight > 2`` never matches a STOMP message with ``weight:10``: the property is the string "10",
+        and the filter does not convert): jmslike evaluates such selectors on topics and refuses them on
+        queues."""
+        return "client" if selector.computes or selector.compares_typed else "broker"
 
     def subscribe_headers(self, spec: SubscriptionSpec) -> dict[str, str]:
         if spec.browser:

@@ -324,8 +324,7 @@ class RabbitMQAdapter(StompDialect):
         if not queues:
             if client_id is None:
                 raise InvalidDestinationException(
-                    f"no shared durable subscription {name!r} exists without a client ID (an unshared durable "
-                    "subscription is found by its client ID: call connection.setClientID(...) first)"
+                    f"no shared durable subscription {name!r} exists without a client ID"
                 )
             raise InvalidDestinationException(
                 f"no durable subscription {name!r} exists for client ID {client_id!r}"

@@ -161,7 +161,7 @@ class Selector:
     """A parsed, valid message selector. Immutable; safe to share between threads. Build it with
     :func:`parse`."""
 
-    __slots__ = ("_evaluate", "_expression", "computes", "identifiers", "text")
+    __slots__ = ("_evaluate", "_expression", "compares_typed", "computes", "identifiers", "text")
 
     def __init__(self, text: str, expression: Expression) -> None:
         self.text: str = text
@@ -172,6 +172,10 @@ class Selector:
         self.computes: bool = _computes(expression)
         """Whether it does arithmetic on message values (``price * qty > 100``): brokers that see STOMP's
         string properties may not be able to (ActiveMQ Classic; see ``Adapter.selector_placement``)."""
+        self.compares_typed: bool = _compares_typed(expression)
+        """Whether it compares a property as a number or a boolean (``weight > 2``, ``n BETWEEN 1 AND 5``,
+        ``flag = TRUE``): a broker that keeps STOMP's properties as strings and does not convert them never
+        matches such a test (Artemis; see ``Adapter.selector_placement``)."""
         self._evaluate = _compile(expression)
 
     def matches(self, lookup: Lookup) -> bool:
@@ -977,6 +981,27 @@ def _computes(root: Expression) -> bool:
         isinstance(node, Arithmetic) or (isinstance(node, Sign) and not isinstance(node.operand, Constant))
         for node in _nodes(root)
     )
+
+
+def _is_property(node: Expression) -> bool:
+    """A message property (JMS header fields have types every broker knows; JMSX properties do not)."""
+    return isinstance(node, Identifier) and (not node.name.startswith("JMS") or node.name.startswith("JMSX"))
+
+
+def _compares_typed(root: Expression) -> bool:
+    for node in _nodes(root):
+        match node:
+            case Between(operand) if _is_property(operand):
+                return True
+            case Comparison(operator, left, right) if _is_property(left) or _is_property(right):
+                if operator not in ("=", "<>"):
+                    return True  # ordering is numeric in JMS
+                other = right if _is_property(left) else left
+                if not isinstance(other, Identifier) and not (
+                    isinstance(other, Constant) and isinstance(other.value, str | None)
+                ):
+                    return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------------

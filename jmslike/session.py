@@ -371,7 +371,13 @@ class Session(SessionDomainMethods):
                     "shared ones, the only kind without); an unshared durable subscription is found by its "
                     "client ID: call connection.setClientID(...) first"
                 )
-            self._unsubscribe_shared(None, name)
+            try:
+                self._unsubscribe_shared(None, name)
+            except InvalidDestinationException as exc:
+                raise InvalidDestinationException(
+                    f"{exc}; an unshared durable subscription is found by its client ID: call "
+                    "connection.setClientID(...) first"
+                ) from exc
             return
         client_id = self._require_client_id("unsubscribe")
         name = _check_subscription_name(name)
@@ -442,13 +448,22 @@ class Session(SessionDomainMethods):
             raise UnsupportedFeatureException(self._connection.adapter.display_name, "message selectors")
         if support == "client" and isinstance(destination, Queue):
             adapter = self._connection.adapter
-            if adapter.capabilities.selectors == "broker":  # this selector only: it computes
+            if adapter.capabilities.selectors == "broker" and parsed.computes:  # this selector only
                 raise UnsupportedFeatureException(
                     adapter.display_name,
                     "arithmetic in selectors on queues",
                     f"{parsed.text!r} computes on property values, which this broker cannot do on STOMP's string "
                     "properties, and a client-side filter would consume other consumers' messages; compare "
                     "values without arithmetic, or have the producer set the computed value as a property",
+                )
+            if adapter.capabilities.selectors == "broker":  # this selector only: it compares typed values
+                raise UnsupportedFeatureException(
+                    adapter.display_name,
+                    "number and boolean comparisons in selectors on queues",
+                    f"{parsed.text!r} compares a property as a number or boolean, but this broker keeps STOMP's "
+                    "properties as strings and never converts them, and a client-side filter would consume "
+                    "other consumers' messages; compare with string literals (weight = '10') or use a topic, "
+                    "where jmslike evaluates the selector",
                 )
             raise UnsupportedFeatureException(
                 adapter.display_name,

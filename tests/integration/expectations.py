@@ -34,6 +34,7 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ has no selectors; filtering a queue client-side would consume other consumers' messages",
     ),
     ("browsing", "rabbitmq"): Expectation("unsupported", "RabbitMQ's STOMP has no queue browsing"),
+    ("browsing", "artemis"): Expectation("unsupported", "Artemis's STOMP has no queue browser"),
     ("temporary-local-names", "rabbitmq"): Expectation(
         "deviation",
         "a RabbitMQ temporary queue's name is global, so another connection may address it by name",
@@ -78,6 +79,15 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "Artemis 2.21's core filter cannot compute on STOMP's string properties (a topic subscriber with "
         "'price * qty BETWEEN 10 AND 20' got nothing), and a client-side filter would consume others' messages",
     ),
+    ("queue-typed-selector", "artemis"): Expectation(
+        "unsupported",
+        "Artemis 2.21 keeps STOMP's properties as strings and its filter does not convert them ('weight > 2' "
+        "and 'n = 2' matched nothing), and a client-side filter would consume others' messages",
+    ),
+    ("queue-typed-selector", "rabbitmq"): Expectation(
+        "unsupported",
+        "RabbitMQ has no selectors; filtering a queue client-side would consume others' messages",
+    ),
     ("queue-computing-selector", "rabbitmq"): Expectation(
         "unsupported",
         "RabbitMQ has no selectors; filtering a queue client-side would consume others' messages",
@@ -86,6 +96,11 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "unsupported",
         "RabbitMQ has no scheduled delivery without the delayed-message plugin; jmslike refuses rather than "
         "deliver early",
+    ),
+    ("send-to-deleted-temporary", "artemis"): Expectation(
+        "deviation",
+        "Artemis auto-creates an address on SEND, so a message sent by name to a deleted temporary queue is "
+        "accepted into a new queue of that name (docs/artemis.md, temporary queue lifetime)",
     ),
     ("send-to-deleted-temporary", "rabbitmq"): Expectation(
         "deviation",

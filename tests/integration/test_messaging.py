@@ -245,16 +245,17 @@ def test_broker_side_selector(connection: Connection, unique_name: str, broker_k
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     queue = session.createQueue(unique_name)
     producer = session.createProducer(queue)
-    for color, weight in (("red", 1), ("blue", 5), ("red", 10)):
-        message = session.createTextMessage(f"{color}-{weight}")
+    for color, size in (("red", "S"), ("blue", "L"), ("red", "L")):
+        message = session.createTextMessage(f"{color}-{size}")
         message.setStringProperty("color", color)
-        message.setIntProperty("weight", weight)
+        message.setStringProperty("size", size)
         producer.send(message)
+    # Number comparisons on queues: test_selector_arithmetic.py (Artemis cannot make them on the broker).
     with expected("queue-selectors", broker_kind):
-        consumer = session.createConsumer(queue, "color = 'red' AND weight > 2")
-        assert consumer.getMessageSelector() == "color = 'red' AND weight > 2"
+        consumer = session.createConsumer(queue, "color = 'red' AND size <> 'S'")
+        assert consumer.getMessageSelector() == "color = 'red' AND size <> 'S'"
         got = consumer.receive(RECEIVE_MS)
-        assert isinstance(got, TextMessage) and got.getText() == "red-10"
+        assert isinstance(got, TextMessage) and got.getText() == "red-L"
         assert consumer.receive(300) is None
         by_mode = session.createConsumer(queue, "JMSDeliveryMode = 'PERSISTENT' AND JMSPriority = 4")
         assert by_mode.receive(RECEIVE_MS) is not None

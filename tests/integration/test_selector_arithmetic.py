@@ -77,3 +77,39 @@ def test_a_computing_selector_on_a_queue_selects_exactly_or_is_refused(
             message.setIntProperty("qty", qty)
             producer.send(message)
         assert _texts(consumer) == ["5x2"]
+
+
+def test_number_and_boolean_comparisons_on_a_topic_select_exactly(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """Artemis keeps STOMP's properties as strings and its filter never converts them (``price > 4`` matched
+    nothing there): jmslike evaluates such a selector itself on topics."""
+    session = connect().createSession()
+    subscriber = session.createConsumer(
+        session.createTopic(unique_name), "price > 4 AND qty = 3 AND hot = TRUE"
+    )
+    publisher = connect().createSession()
+    producer = publisher.createProducer(publisher.createTopic(unique_name))
+    for text, price, qty in PRICED:
+        message = publisher.createTextMessage(text)
+        message.setIntProperty("price", price)
+        message.setIntProperty("qty", qty)
+        message.setBooleanProperty("hot", True)
+        producer.send(message)
+    assert _texts(subscriber) == ["7x3"]
+
+
+def test_number_comparisons_on_a_queue_select_exactly_or_are_refused(
+    broker: Any, connect: Callable[..., Connection], unique_name: str
+) -> None:
+    session = connect().createSession()
+    queue = session.createQueue(unique_name)
+    with expected("queue-typed-selector", broker.kind):
+        consumer = session.createConsumer(queue, "price > 4 AND qty = 3")
+        producer = session.createProducer(queue)
+        for text, price, qty in PRICED:
+            message = session.createTextMessage(text)
+            message.setIntProperty("price", price)
+            message.setIntProperty("qty", qty)
+            producer.send(message)
+        assert _texts(consumer) == ["7x3"]

@@ -1393,3 +1393,25 @@ def test_selector_like_text_parses_or_raises_invalid_selector(text: str) -> None
 )
 def test_computes_marks_arithmetic_on_message_values(text: str, computes: bool) -> None:
     assert parse(text).computes is computes
+
+
+@pytest.mark.parametrize(
+    ("text", "typed"),
+    [
+        ("weight > 2", True),
+        ("n = 2", True),
+        ("2 <> n", True),
+        ("n = -5", True),
+        ("flag = TRUE", True),
+        ("n BETWEEN 1 AND 5", True),
+        ("NOT (a = 'x' OR n >= 1.5)", True),
+        ("JMSXGroupSeq = 1", True),  # a JMSX property travels as a string like any other
+        ("color = 'red' AND size <> 'L'", False),
+        ("a = b", False),
+        ("x IS NULL AND name LIKE 'a%' AND region IN ('EU')", False),
+        ("JMSPriority > 4 AND JMSTimestamp BETWEEN 1 AND 2", False),  # header fields: typed on every broker
+        ("JMSDeliveryMode = 'PERSISTENT'", False),
+    ],
+)
+def test_compares_typed_marks_number_and_boolean_tests_on_properties(text: str, typed: bool) -> None:
+    assert parse(text).compares_typed is typed
