@@ -86,7 +86,7 @@ from jmslike.exceptions import (
 from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, Not, Or
 from jmslike.topics import to_broker
 
-from .dialect import ID_HEADER, STANDARD_HEADERS, StompDialect, client_selector_stand_in
+from .dialect import DELIVERY_TIME_HEADER, ID_HEADER, STANDARD_HEADERS, StompDialect, client_selector_stand_in
 from .transport import StompWire
 
 # Artemis's STOMP header for scheduled delivery after a delay, in ms (StompUtils).
@@ -104,6 +104,9 @@ DURABLE_NAME_HEADERS: Final = ("durable-subscription-name", "durable-subscriber-
 # Stamps on every SEND, so that noLocal can be a broker-side filter (selector identifiers: no '-').
 CONNECTION_HEADER: Final = "jmslike_conn"
 CLIENT_ID_HEADER: Final = "jmslike_cid"
+# The producer's JMSTimestamp: Artemis replaces STOMP's ``timestamp`` with its own arrival time (seen on
+# 2.21: the received timestamp was 1 ms after the sender's), and JMS says it is the time of the send call.
+SENT_AT_HEADER: Final = "jmslike-timestamp"
 
 # Artemis's STOMP window is bytes of encoded frames; jmslike's prefetch is messages. A frame of a small
 # jmslike message (headers included) is about this size; prefetch <= 1 means one message in flight.
@@ -712,7 +715,9 @@ class ArtemisAdapter(StompDialect):
         map_messages=False,  # no MapMessage conversion for STOMP peers
         client_id_enforced=True,  # by a max-consumers=1 lock queue, through management
         single_durable_consumer=True,  # subscription queues are created with max-consumers=1
-        broker_redelivery_flag=True,
+        # Only after a connection failure: a message handed back by closing its consumer comes back
+        # redelivered:false (Artemis decrements the delivery count on a clean close; docs/artemis.md).
+        broker_redelivery_flag=False,
         admin=True,  # records in a last-value queue, read and removed through management (artemis_admin)
         transactional_acks=False,  # Artemis applies an ACK at once, even inside a transaction
         # Last-value queues would keep the latest, but STOMP cannot declare one and there is no STOMP
@@ -738,6 +743,7 @@ class ArtemisAdapter(StompDialect):
         "amqMessageId",
         CONNECTION_HEADER,
         CLIENT_ID_HEADER,
+        SENT_AT_HEADER,
     }
     # An Artemis address is global: a temporary destination's name may be used by other connections (they
     # get it through JMSReplyTo); only consuming is reserved to the owner, which the session checks.
@@ -1030,6 +1036,8 @@ class ArtemisAdapter(StompDialect):
         if message.reply_to is not None:
             headers["reply-to"] = self.reply_to_name(message.reply_to)
         headers[CONNECTION_HEADER] = self._origin
+        if message.timestamp:
+            headers[SENT_AT_HEADER] = str(message.timestamp)
         if self._client_id is not None:
             headers[CLIENT_ID_HEADER] = self._client_id
         return headers
@@ -1051,8 +1059,12 @@ class ArtemisAdapter(StompDialect):
         group_id = headers.get(GROUP_ID_PROPERTY)
         if group_id is not None:
             properties.setdefault("JMSXGroupID", group_id)
+        sent_at = headers.get(SENT_AT_HEADER, "")
+        timestamp = int(sent_at) if sent_at.isdigit() else incoming.timestamp
         return dataclasses.replace(
             incoming,
+            timestamp=timestamp,
+            delivery_time=incoming.delivery_time if DELIVERY_TIME_HEADER in headers else timestamp,
             message_id=headers.get(ID_HEADER) or stable_message_id(headers.get("message-id")),
             destination=self._incoming_destination(headers),
             type_tag=incoming.type_tag or untagged_type(headers, frame.body),

@@ -39,6 +39,17 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "deviation",
         "a RabbitMQ temporary queue's name is global, so another connection may address it by name",
     ),
+    ("temporary-local-names", "artemis"): Expectation(
+        "deviation",
+        "an Artemis temporary queue is an address with a global name, so another connection may address it "
+        "by name",
+    ),
+    ("redelivered-after-close", "artemis"): Expectation(
+        "deviation",
+        "Artemis 2.21 flags a message redelivered only after a connection failure: one handed back by closing "
+        "its consumer or session comes back with redelivered:false (raw STOMP control: UNSUBSCRIBE three "
+        "times, redelivered:false each time; a dropped connection, redelivered:true)",
+    ),
     ("kill-durability", "rabbitmq"): Expectation(
         "intermittent",
         "RabbitMQ 3.10 classic queues intermittently lose confirmed persistent messages and bring back "

@@ -180,13 +180,15 @@ def test_failover_resubscribes_and_keeps_receiving(
     session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
     topic = session.createTopic(unique_name)
     subscriber = session.createDurableSubscriber(topic, "resilient")
-    queue_consumer = session.createConsumer(session.createQueue(unique_name))
+    # A name of its own for the queue: on Artemis a name is either a queue or a topic (docs/artemis.md).
+    queue_name = f"{unique_name}-q"
+    queue_consumer = session.createConsumer(session.createQueue(queue_name))
     publisher = connect()
     publish = publisher.createSession(False, Session.AUTO_ACKNOWLEDGE)
     publish.createProducer(publish.createTopic(unique_name)).send(publish.createTextMessage("before"))
     before = subscriber.receive(RECEIVE_MS)
     assert text_of(before) == "before"  # delivered, not acknowledged
-    send(publisher, unique_name, "queued-before", DeliveryMode.PERSISTENT)
+    send(publisher, queue_name, "queued-before", DeliveryMode.PERSISTENT)
     assert text_of(queue_consumer.receive(RECEIVE_MS)) == "queued-before"
     publisher.close()
     broker.restart(mode)

@@ -393,11 +393,18 @@ def test_object_message_never_unpickles_what_it_receives(
     raw = stomp.Connection12([(broker.host, broker.port)], vhost="/" if broker.kind == "rabbitmq" else None)
     raw.connect(broker.user, broker.password, wait=True)
     try:
+        # Artemis's acceptor has no /queue/ prefix and needs the routing type (else: a MULTICAST address).
+        artemis = broker.kind == "artemis"
         for serializer in ("pickle", "json"):
             raw.send(
-                f"/queue/{unique_name}",
+                unique_name if artemis else f"/queue/{unique_name}",
                 payload,
-                headers={"jmslike-type": "object", "jmslike-serializer": serializer, "persistent": "true"},
+                headers={
+                    "jmslike-type": "object",
+                    "jmslike-serializer": serializer,
+                    "persistent": "true",
+                    **({"destination-type": "ANYCAST"} if artemis else {}),
+                },
             )
     finally:
         raw.disconnect()
