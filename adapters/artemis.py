@@ -61,6 +61,8 @@ from typing import Any, Final, Protocol
 from jmslike import selector as selectors
 from jmslike.config import ConnectionConfig
 from jmslike.contract import (
+    RETAINED_STORE_PREFIX,
+    Browse,
     Capabilities,
     Frame,
     IncomingMessage,
@@ -83,7 +85,7 @@ from jmslike.exceptions import (
     ResourceAllocationException,
     UnsupportedFeatureException,
 )
-from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, Not, Or
+from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, IsNull, Not, Or
 from jmslike.topics import to_broker
 
 from .dialect import DELIVERY_TIME_HEADER, ID_HEADER, STANDARD_HEADERS, StompDialect, client_selector_stand_in
@@ -120,6 +122,7 @@ SUCCEEDED_HEADER: Final = "_AMQ_OperationSucceeded"
 BROKER_RESOURCE: Final = "broker"
 QUEUE_RESOURCE_PREFIX: Final = "queue."
 REPLY_ADDRESS_PREFIX: Final = "jmslike.management.reply."
+REPLY_SUBSCRIPTION_ID: Final = "jmslike-management"
 CLIENT_ID_LOCK_PREFIX: Final = "jmslike.clientid."
 LOCK_SUBSCRIPTION_ID: Final = "jmslike-client-id-lock"
 
@@ -140,6 +143,8 @@ SELECTOR_RENAMES: Final[Mapping[str, str]] = {
     "JMSMessageID": "AMQUserID",
     "JMSXGroupID": GROUP_ID_PROPERTY,
 }
+# Header fields every core message has, so a selector never finds them missing.
+ALWAYS_PRESENT: Final = frozenset({"JMSPriority", "JMSTimestamp", "JMSExpiration", "JMSDeliveryMode"})
 DELIVERY_MODE_LITERALS: Final[Mapping[str, str]] = {"PERSISTENT": "DURABLE", "NON_PERSISTENT": "NON_DURABLE"}
 
 _MAX_CONSUMERS = re.compile(r"Maximum Consumer Limit Reached", re.I)
@@ -244,15 +249,48 @@ def _map_delivery_mode_literals(node: Expression) -> Expression:
             return node
 
 
+def _null_safe(node: Expression, negated: bool = False) -> Expression:
+    """``node`` (negated if asked) with every ``=`` / ``<>`` on a value that may be missing made exact.
+
+    Artemis's core filter makes ``p = 'x'`` FALSE and ``p <> 'x'`` TRUE for a message without ``p``, where
+    JMS says UNKNOWN: ``NOT (color = 'red')`` and ``color <> 'red'`` matched a message without ``color``
+    (raw STOMP control on 2.21; NOT IN and NOT LIKE were right). So NOT is pushed down to the leaves (De
+    Morgan: ``NOT (p = 'x')`` becomes ``p <> 'x'``), and each ``<>`` gets ``IS NOT NULL`` guards for its
+    identifiers that may be missing. Without NOT above it, a leaf that is FALSE where JMS says UNKNOWN
+    changes no outcome: AND and OR are TRUE in the same cases either way."""
+    match node:
+        case Not(operand):
+            return _null_safe(operand, not negated)
+        case And(operands):
+            parts = tuple(_null_safe(o, negated) for o in operands)
+            return Or(parts) if negated else And(parts)
+        case Or(operands):
+            parts = tuple(_null_safe(o, negated) for o in operands)
+            return And(parts) if negated else Or(parts)
+        case Comparison(operator, left, right) if operator in ("=", "<>"):
+            if negated:
+                operator = "<>" if operator == "=" else "="
+            guards = tuple(
+                IsNull(side, True)
+                for side in (left, right)
+                if operator == "<>" and isinstance(side, Identifier) and side.name not in ALWAYS_PRESENT
+            )
+            comparison = Comparison(operator, left, right)
+            return And((comparison, *guards)) if guards else comparison
+        case _:
+            return Not(node) if negated else node
+
+
 def artemis_selector(text: str | None) -> str | None:
-    """A JMS selector as an Artemis core filter: header names renamed (:data:`SELECTOR_RENAMES`) and the
-    JMSDeliveryMode literals mapped (:data:`DELIVERY_MODE_LITERALS`). ``text`` is already valid (the session
-    parsed it); None or blank stays None."""
+    """A JMS selector as an Artemis core filter: header names renamed (:data:`SELECTOR_RENAMES`), the
+    JMSDeliveryMode literals mapped (:data:`DELIVERY_MODE_LITERALS`), and comparisons with missing values
+    made exact (:func:`_null_safe`). ``text`` is already valid (the session parsed it); None or blank stays
+    None."""
     if text is None or not text.strip():
         return None
     parsed = selectors.parse(text)
-    # render() renames identifiers only; the literal mapping needs the tree (see docs/artemis.md).
-    mapped = selectors.Selector(parsed.text, _map_delivery_mode_literals(parsed._expression))
+    # render() renames identifiers only; the rewrites need the tree (see docs/artemis.md).
+    mapped = selectors.Selector(parsed.text, _null_safe(_map_delivery_mode_literals(parsed.expression)))
     return mapped.render(lambda name: SELECTOR_RENAMES.get(name, name))
 
 
@@ -637,7 +675,7 @@ class ManagementClient:
                 Frame(
                     "SUBSCRIBE",
                     {
-                        "id": "jmslike-management",
+                        "id": REPLY_SUBSCRIPTION_ID,
                         "destination": self._reply_to,
                         SUBSCRIPTION_TYPE_HEADER: MULTICAST,
                         "ack": "auto",
@@ -688,6 +726,8 @@ class ManagementClient:
                 continue
             if isinstance(item, JMSException):
                 raise item
+            if item.headers.get("subscription") != REPLY_SUBSCRIPTION_ID:
+                continue  # a late delivery of an earlier peek
             reply = parse_management_reply(item)
             if reply.correlation_id in (None, correlation_id):
                 return reply
@@ -720,9 +760,8 @@ class ArtemisAdapter(StompDialect):
         broker_redelivery_flag=False,
         admin=True,  # records in a last-value queue, read and removed through management (artemis_admin)
         transactional_acks=False,  # Artemis applies an ACK at once, even inside a transaction
-        # Last-value queues would keep the latest, but STOMP cannot declare one and there is no STOMP
-        # browser to read it without consuming: refused until a management-based store is written.
-        retained="none",
+        # A last-value, non-destructive queue per topic, created through management (artemis_retained).
+        retained="broker",
         # The STOMP protocol manager turns AMQ_SCHEDULED_DELAY into the core scheduled delivery time.
         delivery_delay=True,
         # A queue per subscription that every consumer attaches to by its fully qualified name, managed
@@ -766,6 +805,7 @@ class ArtemisAdapter(StompDialect):
         # its consumer, so acknowledging on delivery loses nothing JMS keeps; jmslike still redelivers
         # locally on recover() and rollback.
         self._acked_on_delivery: set[str] = set()
+        self._stores: set[str] = set()  # retained-publication stores this connection made sure exist
         self._warned_heartbeat = False
 
     # -- connection -----------------------------------------------------------------------------------
@@ -829,6 +869,13 @@ class ArtemisAdapter(StompDialect):
         if self._host is not None:
             hosts = [self._host, *(h for h in hosts if h != self._host)]
         return ManagementClient(self._config, hosts, self.error_for)
+
+    def read_retained(self, wire: Wire, store: Queue, browse: Browse) -> list[bytes]:
+        """No STOMP browser: the stores' copies are listed through the management address."""
+        from . import artemis_retained  # it builds on this module's management calls
+
+        with self._management() as session:
+            return artemis_retained.read_retained(session, store.name, self.topic_syntax)
 
     def subscription_registry(self) -> SubscriptionRegistry:
         from .artemis_admin import ArtemisRegistry  # it builds on this module's management calls
@@ -1043,6 +1090,20 @@ class ArtemisAdapter(StompDialect):
         return headers
 
     def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame:
+        store = message.destination.name if type(message.destination) is Queue else ""
+        if store.startswith(RETAINED_STORE_PREFIX):
+            from . import artemis_retained  # it builds on this module's management calls
+
+            properties = artemis_retained.copy_properties(message.body)  # refuses a copy too large first
+            if store not in self._stores:  # STOMP cannot declare a last-value queue: management does
+                with self._management() as session:
+                    artemis_retained.ensure_store(session, store)
+                self._stores.add(store)
+            message = dataclasses.replace(
+                message,
+                body=b"",  # read back from the properties (no STOMP browser, management reads no bodies)
+                property_headers={**message.property_headers, **properties},
+            )
         frame = super().send_frame(message, transaction)
         if message.type_tag == "text" and b"\x00" not in message.body:
             # Without content-length Artemis stores a core TextMessage, which Java peers read as one.

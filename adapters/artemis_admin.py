@@ -50,7 +50,6 @@ from .artemis import (
 PAGE_SIZE = 1000
 RECORD_QUEUE: Final = "jmslike.subscriptions"
 KEY_PROPERTY: Final = "jmslike_sub_key"
-PARTS_PROPERTY: Final = "jmslike_sub_parts"
 PART_PROPERTY_PREFIX: Final = "jmslike_sub_rec_"
 # Below Artemis's default management-message-attribute-size-limit (256), which truncates longer values.
 PART_CHARS: Final = 200
@@ -155,29 +154,56 @@ def record_queue_configuration() -> str:
     )
 
 
+def split_value(prefix: str, text: str) -> dict[str, str]:
+    """``text`` as message properties that ``listMessagesAsJSON`` gives back whole: ``<prefix>n`` parts of
+    at most ``PART_CHARS`` characters, ``<prefix>0``, ``<prefix>1``..., and their count in ``<prefix>n``."""
+    parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
+    return {f"{prefix}n": str(len(parts)), **{f"{prefix}{n}": part for n, part in enumerate(parts)}}
+
+
+def join_value(prefix: str, properties: Mapping[str, object]) -> str | None:
+    """The text :func:`split_value` wrote, from a listed message's properties; None if parts are missing."""
+    try:
+        count = int(str(properties[f"{prefix}n"]))
+        return "".join(str(properties[f"{prefix}{n}"]) for n in range(count))
+    except (KeyError, ValueError):
+        return None
+
+
 def record_headers(key: str, entry: Entry) -> dict[str, str]:
     """The SEND headers of one record: the key, and the entry's JSON in parts short enough to read back."""
-    text = entry.to_json()
-    parts = [text[i : i + PART_CHARS] for i in range(0, len(text), PART_CHARS)] or [""]
-    headers = {
+    return {
         "destination": RECORD_QUEUE,
         DESTINATION_TYPE_HEADER: ANYCAST,
         "persistent": "true",
         KEY_PROPERTY: key,
-        PARTS_PROPERTY: str(len(parts)),
+        **split_value(PART_PROPERTY_PREFIX, entry.to_json()),
     }
-    headers.update({f"{PART_PROPERTY_PREFIX}{n}": part for n, part in enumerate(parts)})
-    return headers
 
 
 def entry_of(properties: Mapping[str, object]) -> Entry | None:
     """The entry a listed record holds, or None when it is unreadable (a foreign or damaged message)."""
+    text = join_value(PART_PROPERTY_PREFIX, properties)
     try:
-        count = int(str(properties[PARTS_PROPERTY]))
-        text = "".join(str(properties[f"{PART_PROPERTY_PREFIX}{n}"]) for n in range(count))
-        return Entry.from_json(text, str(properties.get("messageID", "")))
+        return Entry.from_json(text, str(properties.get("messageID", ""))) if text is not None else None
     except (KeyError, ValueError, TypeError, JMSException):
         return None
+
+
+def list_messages(session: ManagementSession, queue: str, filter_text: str) -> list[dict[str, Any]] | None:
+    """``listMessagesAsJSON(filter)`` on ``queue``: each message's properties (no body); None if there is no
+    such queue."""
+    reply = session.invoke(QUEUE_RESOURCE_PREFIX + queue, "listMessagesAsJSON", filter_text)
+    if not reply.succeeded:
+        error = management_failure(reply, f"listMessagesAsJSON on {queue}")
+        if isinstance(error, InvalidDestinationException):
+            return None
+        raise error
+    try:
+        rows = json.loads(reply.value) if isinstance(reply.value, str) else reply.value
+    except ValueError as exc:
+        raise JMSException(f"ActiveMQ Artemis listMessagesAsJSON gave an unreadable answer: {exc}") from exc
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
 
 def key_filter(key: str | None) -> str:
@@ -186,19 +212,9 @@ def key_filter(key: str | None) -> str:
 
 def read_records(session: ManagementSession, key: str | None) -> dict[str, Entry]:
     """The record of ``key`` (or of every key), by key. A missing record queue means no records yet."""
-    reply = session.invoke(QUEUE_RESOURCE_PREFIX + RECORD_QUEUE, "listMessagesAsJSON", key_filter(key))
-    if not reply.succeeded:
-        error = management_failure(reply, f"listMessagesAsJSON on {RECORD_QUEUE}")
-        if isinstance(error, InvalidDestinationException):
-            return {}
-        raise error
-    try:
-        rows = json.loads(reply.value) if isinstance(reply.value, str) else reply.value
-    except ValueError as exc:
-        raise JMSException(f"ActiveMQ Artemis listMessagesAsJSON gave an unreadable answer: {exc}") from exc
     records: dict[str, Entry] = {}
-    for row in rows if isinstance(rows, list) else []:
-        entry = entry_of(row) if isinstance(row, dict) else None
+    for row in list_messages(session, RECORD_QUEUE, key_filter(key)) or []:
+        entry = entry_of(row)
         if entry is not None:
             records[str(row[KEY_PROPERTY])] = entry
     return records

@@ -191,6 +191,11 @@ class Selector:
             _log.warning("selector %r could not be evaluated: call stack too deep", self.text)
             return False
 
+    @property
+    def expression(self) -> Expression:
+        """The syntax tree (immutable), for adapters that must rewrite a selector for their broker."""
+        return self._expression
+
     def render(self, rename: Callable[[str], str] = lambda name: name) -> str:
         """This selector as normalised JMS selector text, each identifier passed through ``rename``
         (adapters map header names to the broker's own, e.g. JMSPriority -> AMQPriority).

@@ -49,6 +49,20 @@ _AMQ_NO_SHARED = (
     "send to other names): jmslike refuses rather than give every consumer every message"
 )
 
+_ARTEMIS_CLOSE_UNFLAGGED = (
+    "Artemis 2.21 flags a message redelivered only after a connection failure: one handed back by closing "
+    "its consumer or session comes back redelivered:false (raw STOMP control: UNSUBSCRIBE, then "
+    "redelivered:false three times in a row)"
+)
+_ARTEMIS_CRASH_FLAGS_ONE = (
+    "after a client crash Artemis 2.21 flags only the oldest unacknowledged delivery redelivered (raw STOMP "
+    "control: held-1 redelivered:true, held-2 and a prefetched one false)"
+)
+_ARTEMIS_KILL_UNFLAGGED = (
+    "Artemis keeps delivery counts in memory unless persist-delivery-count-before-delivery is set: after a "
+    "SIGKILL a delivered, unacknowledged message comes back redelivered:false (raw STOMP control)"
+)
+
 #: (scenario id, broker) or (scenario id, broker, mode) -> expectation.
 EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("ack.unacked-queue-back-after-restart", "activemq"): Expectation("deviation", _AMQ_REDELIVERED),
@@ -79,6 +93,15 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("jms2.shared-durable-two-processes", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
     ("jms2.shared-changed-selector", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
     ("jms2.shared-durable-survives-restart", "activemq"): Expectation("unsupported", _AMQ_NO_SHARED),
+    ("ack.client-close-does-not-ack", "artemis"): Expectation("deviation", _ARTEMIS_CLOSE_UNFLAGGED),
+    ("ack.durable-close-redelivers-flagged", "artemis"): Expectation("deviation", _ARTEMIS_CLOSE_UNFLAGGED),
+    ("faults.client-killed-client-ack", "artemis"): Expectation("deviation", _ARTEMIS_CRASH_FLAGS_ONE),
+    ("ack.unacked-queue-back-after-restart", "artemis", "kill"): Expectation(
+        "deviation", _ARTEMIS_KILL_UNFLAGGED
+    ),
+    ("ack.unacked-durable-back-after-restart", "artemis", "kill"): Expectation(
+        "deviation", _ARTEMIS_KILL_UNFLAGGED
+    ),
     ("faults.kill-with-traffic", "rabbitmq", "kill"): Expectation(
         "deviation", _RABBIT_ACK_KILL, observed=frozenset({"I3 flagged"})
     ),
@@ -86,30 +109,6 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
         "deviation", _RABBIT_ACK_KILL, observed=frozenset({"I3 flagged"})
     ),
 }
-
-
-_ARTEMIS_RETAINED = (
-    "retained publications need a store jmslike can read without consuming; Artemis has no STOMP browser "
-    "and STOMP cannot declare a last-value queue, so jmslike refuses them on Artemis (docs/retained.md)"
-)
-_RETAINED_SCENARIOS = (
-    "retained.retain-replace-clear",
-    "retained.wildcard-request-update",
-    "retained.selector-filters",
-    "retained.no-retained-message",
-    "retained.on-request-no-live-traffic",
-    "retained.owner-only",
-    "retained.transacted-all-or-nothing",
-    "retained.concurrent-publishers",
-    "retained.restart-keeps-persistent",
-    "retained.on-request-durable-survives-restart",
-)
-EXPECTATIONS.update(
-    {
-        (scenario_id, "artemis"): Expectation("unsupported", _ARTEMIS_RETAINED)
-        for scenario_id in _RETAINED_SCENARIOS
-    }
-)
 
 
 _RABBIT_KILL_LOSS = (

@@ -2,7 +2,9 @@
 
 A scenario asks "is this durable subscription really gone?" or "what does this queue hold?" through a
 :class:`BrokerProbe`. Each broker kind answers in its own way: ActiveMQ through a raw STOMP client
-(stompest: durable re-attach, queue browse), RabbitMQ through its HTTP management API. A probe that
+(stompest: durable re-attach, queue browse), RabbitMQ through its HTTP management API, Artemis through a
+raw STOMP client speaking to its management address and reading queues by their fully qualified name. A
+probe that
 cannot answer on a broker raises :class:`ProbeUnavailable`; scenarios then rely on the JMS API alone.
 """
 
@@ -11,8 +13,10 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 import urllib.parse
 import urllib.request
+import uuid
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -157,10 +161,120 @@ class RabbitMQProbe(BrokerProbe):
         return self._get("/", queue)
 
 
+class ArtemisProbe(BrokerProbe):
+    """Raw STOMP 1.2 through stompest: a management request (``getMessageCount`` / ``destroyQueue``) says
+    whether a queue exists or removes it; a consumer on ``address::queue`` that never acknowledges reads the
+    bodies, which go back to the queue when it leaves (flagged redelivered, as any look by consuming)."""
+
+    def _client(self) -> Any:
+        from stompest.config import StompConfig
+        from stompest.protocol import StompSpec
+        from stompest.sync import Stomp
+
+        config = StompConfig(
+            f"tcp://{self.broker.host}:{self.broker.port}",
+            login=self.broker.user,
+            passcode=self.broker.password,
+            version=StompSpec.VERSION_1_2,
+        )
+        client = Stomp(config)
+        client.connect(host="/", connectTimeout=10, connectedTimeout=10)
+        return client
+
+    @staticmethod
+    def _next(client: Any, command: str, within_s: float = 10.0) -> Any:
+        deadline = time.monotonic() + within_s
+        while client.canRead(max(0.0, deadline - time.monotonic())):
+            frame = client.receiveFrame()
+            if frame.command == command:
+                return frame
+            if frame.command == "ERROR":
+                raise AssertionError(f"Artemis answered the probe with {frame}")
+        raise AssertionError(f"no {command} from Artemis within {within_s} s")
+
+    def _manage(self, client: Any, resource: str, operation: str, *params: object) -> tuple[bool, bytes]:
+        from stompest.protocol import StompFrame, StompSpec
+
+        reply_to = f"probe.reply.{uuid.uuid4().hex}"
+        client.subscribe(
+            reply_to, {"id": reply_to, "ack": "auto", "subscription-type": "MULTICAST", "receipt": reply_to}
+        )
+        self._next(client, StompSpec.RECEIPT)
+        headers = {
+            "destination": "activemq.management",
+            "reply-to": reply_to,
+            "_AMQ_ResourceName": resource,
+            "_AMQ_OperationName": operation,
+        }
+        # The parameters are a text body: no content-length (stompest adds none).
+        body = json.dumps(list(params)).encode()
+        client.sendFrame(StompFrame(StompSpec.SEND, headers, body, version=StompSpec.VERSION_1_2))
+        reply = self._next(client, StompSpec.MESSAGE)
+        return reply.headers.get("_AMQ_OperationSucceeded", "").lower() == "true", reply.body
+
+    def _read(self, client: Any, address: str, queue: str, routing: str, wait_s: float) -> list[bytes]:
+        client.subscribe(
+            f"{address}::{queue}", {"id": "probe", "ack": "client-individual", "subscription-type": routing}
+        )
+        bodies = []
+        while client.canRead(wait_s):
+            frame = client.receiveFrame()
+            if frame.command == "MESSAGE" and frame.headers.get("subscription") == "probe":
+                bodies.append(frame.body or self._envelope(frame.headers))
+        return bodies
+
+    @staticmethod
+    def _envelope(headers: dict[str, str]) -> bytes:
+        """A retained-publication copy keeps its envelope in properties ``jmslike_env_0``... (count in
+        ``jmslike_env_n``; see adapters/artemis_retained.py), because Artemis's management reads no bodies."""
+        count = int(headers.get("jmslike_env_n", "0"))
+        return "".join(headers[f"jmslike_env_{n}"] for n in range(count)).encode()
+
+    def backlog(self, client_id: str, topic: str, name: str, wait_s: float = 1.0) -> list[bytes] | None:
+        """What the durable subscription (client ID, name) holds, or None where it does not exist; left
+        in place."""
+        queue = f"{client_id}.{name}"
+        client = self._client()
+        try:
+            exists, detail = self._manage(client, f"queue.{queue}", "getMessageCount")
+            if not exists:
+                assert b"does not exist" in detail or b"Cannot find resource" in detail, detail
+                return None
+            return self._read(client, topic, queue, "MULTICAST", wait_s)
+        finally:
+            client.disconnect()  # unacknowledged: the messages go back to the subscription
+
+    def durable_backlog(
+        self, client_id: str, topic: str, name: str, wait_s: float = 1.0, selector: str | None = None
+    ) -> list[str]:
+        bodies = self.backlog(client_id, topic, name, wait_s)
+        if bodies is None:
+            return []
+        client = self._client()
+        try:
+            removed, detail = self._manage(client, "broker", "destroyQueue", f"{client_id}.{name}")
+            assert removed, detail
+        finally:
+            client.disconnect()
+        return [body.decode("utf-8", "replace") for body in bodies]
+
+    def queue_bodies(self, queue: str, wait_s: float = 1.0) -> list[str]:
+        client = self._client()
+        try:
+            return [
+                body.decode("utf-8", "replace")
+                for body in self._read(client, queue, queue, "ANYCAST", wait_s)
+            ]
+        finally:
+            client.disconnect()
+
+
 def probe_for(broker: BrokerHandle) -> BrokerProbe:
     """The probe for ``broker``'s kind (a base probe that answers nothing for unknown kinds)."""
     if broker.kind == "activemq":
         return ActiveMQProbe(broker)
     if broker.kind == "rabbitmq":
         return RabbitMQProbe(broker)
+    if broker.kind == "artemis":
+        return ArtemisProbe(broker)
     return BrokerProbe(broker)

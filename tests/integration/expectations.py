@@ -55,11 +55,6 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "RabbitMQ 3.10 classic queues intermittently lose confirmed persistent messages and bring back "
         "acknowledged ones after SIGKILL (see docs/conformance.md); a graceful restart keeps them",
     ),
-    ("retained", "artemis"): Expectation(
-        "unsupported",
-        "Artemis has no STOMP browser and STOMP cannot declare a last-value queue: jmslike refuses retained "
-        "publications there (docs/retained.md)",
-    ),
     ("inactive-selector-storage", "rabbitmq"): Expectation(
         "deviation",
         "RabbitMQ cannot filter on the broker: messages that fail an inactiveSelector are stored while the "

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 import urllib.parse
 import urllib.request
-import uuid
 from typing import Any
 
 from jmslike.adapters.rabbitmq import durable_prefix
@@ -138,55 +136,6 @@ def rabbitmq_queue_exists(broker: Any, queue: str) -> bool:
 
 
 def _artemis_backlog(broker: Any, client_id: str, topic: str, name: str) -> list[bytes] | None:
-    from stompest.config import StompConfig
-    from stompest.protocol import StompFrame, StompSpec
-    from stompest.sync import Stomp
+    from jmslike.conformance.suite.probe import ArtemisProbe
 
-    config = StompConfig(
-        f"tcp://{broker.host}:{broker.port}",
-        login=broker.user,
-        passcode=broker.password,
-        version=StompSpec.VERSION_1_2,
-    )
-    client = Stomp(config)
-    client.connect(host="/", connectTimeout=10, connectedTimeout=10)
-    queue = f"{client_id}.{name}"
-
-    def next_frame(command: str, within_s: float = 10.0) -> Any:
-        deadline = time.monotonic() + within_s
-        while client.canRead(max(0.0, deadline - time.monotonic())):
-            frame = client.receiveFrame()
-            if frame.command == command:
-                return frame
-            assert frame.command != StompSpec.ERROR, frame
-        raise AssertionError(f"no {command} from Artemis within {within_s} s")
-
-    try:
-        reply_to = f"probe.reply.{uuid.uuid4().hex}"
-        client.subscribe(
-            reply_to, {"id": "reply", "ack": "auto", "subscription-type": "MULTICAST", "receipt": "r1"}
-        )
-        next_frame(StompSpec.RECEIPT)
-        # A management request is a text body, so no content-length (stompest adds none).
-        request = {
-            "destination": "activemq.management",
-            "reply-to": reply_to,
-            "_AMQ_ResourceName": f"queue.{queue}",
-            "_AMQ_OperationName": "getMessageCount",
-        }
-        client.sendFrame(StompFrame(StompSpec.SEND, request, b"[]", version=StompSpec.VERSION_1_2))
-        reply = next_frame(StompSpec.MESSAGE)
-        if reply.headers.get("_AMQ_OperationSucceeded", "").lower() != "true":
-            assert b"does not exist" in reply.body or b"Cannot find resource" in reply.body, reply.body
-            return None
-        client.subscribe(
-            f"{topic}::{queue}", {"id": "probe", "ack": "client-individual", "subscription-type": "MULTICAST"}
-        )
-        bodies = []
-        while client.canRead(1.0):
-            frame = client.receiveFrame()
-            if frame.command == StompSpec.MESSAGE and frame.headers.get("subscription") == "probe":
-                bodies.append(frame.body)
-        return bodies
-    finally:
-        client.disconnect()  # unacknowledged: the messages go back to the subscription
+    return ArtemisProbe(broker).backlog(client_id, topic, name)

@@ -380,12 +380,33 @@ def test_plain_subscribe_and_detach_frames() -> None:
 @pytest.mark.parametrize(
     ("jms", "core"),
     [
+        # Artemis: p = 'x' is FALSE and p <> 'x' TRUE for a message without p (JMS: UNKNOWN).
+        ("color = 'red'", "color = 'red'"),
+        ("NOT (color = 'red')", "color <> 'red' AND color IS NOT NULL"),
+        ("color <> 'red'", "color <> 'red' AND color IS NOT NULL"),
+        ("NOT (a = 'x' AND b <> 'y')", "a <> 'x' AND a IS NOT NULL OR b = 'y'"),
+        ("NOT (a = 'x' OR NOT b = c)", "(a <> 'x' AND a IS NOT NULL) AND b = c"),
+        (
+            "NOT (color IN ('red')) AND NOT color LIKE 'r%'",
+            "NOT (color IN ('red')) AND NOT (color LIKE 'r%')",
+        ),
+        ("NOT (JMSPriority = 4)", "AMQPriority <> 4"),  # always present: no guard
+        ("JMSCorrelationID <> 'c'", "JMSCorrelationID <> 'c' AND JMSCorrelationID IS NOT NULL"),
+    ],
+)
+def test_comparisons_with_missing_values_are_exact(jms: str, core: str) -> None:
+    assert artemis_selector(jms) == core
+
+
+@pytest.mark.parametrize(
+    ("jms", "core"),
+    [
         ("JMSPriority > 4", "AMQPriority > 4"),
         ("JMSTimestamp < 100 AND JMSExpiration = 0", "AMQTimestamp < 100 AND AMQExpiration = 0"),
         ("JMSDeliveryMode = 'PERSISTENT'", "AMQDurable = 'DURABLE'"),
         ("'NON_PERSISTENT' = JMSDeliveryMode", "'NON_DURABLE' = AMQDurable"),
         ("JMSDeliveryMode IN ('PERSISTENT', 'NON_PERSISTENT')", "AMQDurable IN ('DURABLE', 'NON_DURABLE')"),
-        ("NOT JMSDeliveryMode = 'PERSISTENT' OR x = 1", "NOT (AMQDurable = 'DURABLE') OR x = 1"),
+        ("NOT JMSDeliveryMode = 'PERSISTENT' OR x = 1", "AMQDurable <> 'DURABLE' OR x = 1"),
         ("JMSMessageID = 'ID:1'", "AMQUserID = 'ID:1'"),
         ("JMSXGroupID = 'g'", "_AMQ_GROUP_ID = 'g'"),
         ("JMSCorrelationID = 'c' AND JMSType = 't'", "JMSCorrelationID = 'c' AND JMSType = 't'"),
