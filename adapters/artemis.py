@@ -348,8 +348,10 @@ def queue_configuration(
     durable: bool,
     filter_string: str | None = None,
     max_consumers: int | None = None,
+    last_value_key: str | None = None,
 ) -> str:
-    """A QueueConfiguration as JSON (``QueueConfiguration.fromJSON`` keys) for ``createQueue``."""
+    """A QueueConfiguration as JSON (``QueueConfiguration.fromJSON`` keys) for ``createQueue``; with
+    ``last_value_key``, a last-value queue keeping the newest message per value of that property."""
     config: dict[str, object] = {
         "name": name,
         "address": address,
@@ -362,6 +364,9 @@ def queue_configuration(
         config["filter-string"] = filter_string
     if max_consumers is not None:
         config["max-consumers"] = max_consumers
+    if last_value_key is not None:
+        config["last-value"] = True
+        config["last-value-key"] = last_value_key
     return json.dumps(config, separators=(",", ":"), sort_keys=True)
 
 

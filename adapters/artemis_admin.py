@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from jmslike.catalogue import Entry, key_of
 from jmslike.exceptions import InvalidDestinationException, JMSException
-from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
+from jmslike.subscriptions import DurableDefinition, SubscriptionInfo, subscription_info
 
 from .artemis import (
     ANYCAST,
@@ -44,6 +44,7 @@ from .artemis import (
     create_queue,
     durable_queue_name,
     management_failure,
+    queue_configuration,
     shared_queue_name,
 )
 
@@ -112,12 +113,12 @@ def info_of(row: dict[str, Any]) -> SubscriptionInfo | None:
     )
 
 
-def list_queue_rows(session: ManagementSession) -> list[dict[str, Any]]:
-    """Every MULTICAST queue on the broker, page by page."""
+def list_queue_rows(session: ManagementSession, query: str = MULTICAST_ONLY) -> list[dict[str, Any]]:
+    """Every queue ``listQueues`` finds for ``query`` (a JSON filter; default: MULTICAST ones), page by page."""
     rows: list[dict[str, Any]] = []
     page = 1
     while True:
-        reply = session.invoke(BROKER_RESOURCE, "listQueues", MULTICAST_ONLY, page, PAGE_SIZE)
+        reply = session.invoke(BROKER_RESOURCE, "listQueues", query, page, PAGE_SIZE)
         if not reply.succeeded:
             raise management_failure(reply, "listQueues")
         entries = parse_queue_list(reply.value)
@@ -138,20 +139,7 @@ def list_subscriptions(session: ManagementSession) -> list[SubscriptionInfo]:
 
 def record_queue_configuration() -> str:
     """The last-value queue of records: the newest record per key is all Artemis keeps."""
-    return json.dumps(
-        {
-            "name": RECORD_QUEUE,
-            "address": RECORD_QUEUE,
-            "routing-type": ANYCAST,
-            "durable": True,
-            "last-value": True,
-            "last-value-key": KEY_PROPERTY,
-            "auto-create-address": True,
-            "purge-on-no-consumers": False,
-        },
-        separators=(",", ":"),
-        sort_keys=True,
-    )
+    return queue_configuration(RECORD_QUEUE, RECORD_QUEUE, ANYCAST, durable=True, last_value_key=KEY_PROPERTY)
 
 
 def split_value(prefix: str, text: str) -> dict[str, str]:
@@ -230,18 +218,9 @@ def merged_row(row: dict[str, Any], records: Mapping[str, Entry]) -> Subscriptio
         definition = entry.definition
         if definition is None or durable_queue_name(definition.client_id, definition.name) != name:
             continue
-        return SubscriptionInfo(
-            clientId=definition.client_id,
-            name=definition.name,
-            topic=definition.topic,
-            selector=definition.selector,
-            durable=True,
-            active=info.active,
-            pending=info.pending,
-            lastActive=None if info.active else entry.at_ms / 1000,
-            inactiveSelector=definition.inactive_selector,
-            expiryMs=definition.expiry_ms,
-            noLocal=definition.no_local,
+        last_active = None if info.active else entry.at_ms / 1000
+        return subscription_info(
+            definition, active=info.active, pending=info.pending, last_active=last_active
         )
     return info
 

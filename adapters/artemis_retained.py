@@ -24,8 +24,8 @@ from jmslike.contract import RETAINED_STORE_PREFIX
 from jmslike.exceptions import ResourceAllocationException
 from jmslike.topics import TopicSyntax, from_broker, is_wildcard, matches
 
-from .artemis import ANYCAST, BROKER_RESOURCE, ManagementSession, create_queue, management_failure
-from .artemis_admin import PAGE_SIZE, join_value, list_messages, parse_queue_list, split_value
+from .artemis import ANYCAST, ManagementSession, create_queue, queue_configuration
+from .artemis_admin import join_value, list_messages, list_queue_rows, split_value
 
 #: The property whose value every copy shares: the last-value key of a store queue.
 RETAINED_KEY_PROPERTY: Final = "jmslike_retained"
@@ -38,20 +38,7 @@ MAX_ENVELOPE_BYTES: Final = 128 * 1024
 
 def store_configuration(name: str) -> str:
     """The QueueConfiguration of a store queue: durable, last-value."""
-    return json.dumps(
-        {
-            "name": name,
-            "address": name,
-            "routing-type": ANYCAST,
-            "durable": True,
-            "last-value": True,
-            "last-value-key": RETAINED_KEY_PROPERTY,
-            "auto-create-address": True,
-            "purge-on-no-consumers": False,
-        },
-        separators=(",", ":"),
-        sort_keys=True,
-    )
+    return queue_configuration(name, name, ANYCAST, durable=True, last_value_key=RETAINED_KEY_PROPERTY)
 
 
 def ensure_store(session: ManagementSession, name: str) -> None:
@@ -64,18 +51,10 @@ def is_store(name: str) -> bool:
 
 def store_names(session: ManagementSession) -> list[str]:
     """Every store queue on the broker."""
-    names: list[str] = []
     query = json.dumps({"field": "name", "operation": "CONTAINS", "value": RETAINED_STORE_PREFIX})
-    page = 1
-    while True:
-        reply = session.invoke(BROKER_RESOURCE, "listQueues", query, page, PAGE_SIZE)
-        if not reply.succeeded:
-            raise management_failure(reply, "listQueues")
-        rows = parse_queue_list(reply.value)
-        names += [str(row.get("name", "")) for row in rows if is_store(str(row.get("name", "")))]
-        if len(rows) < PAGE_SIZE:
-            return sorted(names)
-        page += 1
+    return sorted(
+        name for row in list_queue_rows(session, query) if is_store(name := str(row.get("name", "")))
+    )
 
 
 def copy_properties(envelope: bytes) -> dict[str, str]:

@@ -22,7 +22,7 @@ import datetime
 import logging
 from typing import Any
 
-from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
+from jmslike.subscriptions import DurableDefinition, SubscriptionInfo, subscription_info
 
 from .rabbitmq_management import RabbitMQManagement
 
@@ -59,18 +59,11 @@ def info_of(queue: dict[str, Any]) -> SubscriptionInfo | None:
     consumers = queue.get("consumers")
     messages = queue.get("messages")
     active = None if consumers is None else consumers > 0
-    return SubscriptionInfo(
-        clientId=definition.client_id,
-        name=definition.name,
-        topic=definition.topic,
-        selector=definition.selector,
-        durable=True,
+    return subscription_info(
+        definition,
         active=active,
         pending=messages if isinstance(messages, int) else None,
-        lastActive=None if active else _parse_time(queue.get("idle_since")),
-        inactiveSelector=definition.inactive_selector,
-        expiryMs=definition.expiry_ms,
-        noLocal=definition.no_local,
+        last_active=None if active else _parse_time(queue.get("idle_since")),
     )
 
 

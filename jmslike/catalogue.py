@@ -43,7 +43,7 @@ from jmslike.contract import Adapter, SubscriptionRegistry
 from jmslike.destinations import Queue
 from jmslike.exceptions import InvalidClientIDException, JMSException, UnsupportedFeatureException
 from jmslike.messages import Message, TextMessage
-from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
+from jmslike.subscriptions import DurableDefinition, SubscriptionInfo, subscription_info
 
 if TYPE_CHECKING:
     from jmslike.config import ConnectionConfig
@@ -259,21 +259,8 @@ class QueueCatalogue:
             definition = entry.definition
             assert definition is not None
             attached = entry.state == "attached" and self.owner_connected(definition.client_id)
-            rows.append(
-                SubscriptionInfo(
-                    clientId=definition.client_id,
-                    name=definition.name,
-                    topic=definition.topic,
-                    selector=definition.selector,
-                    durable=True,
-                    active=attached,
-                    pending=None,
-                    lastActive=None if attached else entry.at_ms / 1000,
-                    inactiveSelector=definition.inactive_selector,
-                    expiryMs=definition.expiry_ms,
-                    noLocal=definition.no_local,
-                )
-            )
+            last_active = None if attached else entry.at_ms / 1000
+            rows.append(subscription_info(definition, active=attached, pending=None, last_active=last_active))
         return sorted(rows, key=lambda r: (r.clientId, r.name))
 
     # -- writing --------------------------------------------------------------------------------------

@@ -95,6 +95,25 @@ class SubscriptionInfo:
     noLocal: bool = False
 
 
+def subscription_info(
+    definition: DurableDefinition, *, active: bool | None, pending: int | None, last_active: float | None
+) -> SubscriptionInfo:
+    """The admin row of a subscription jmslike has a record of; the broker supplies what it can tell."""
+    return SubscriptionInfo(
+        clientId=definition.client_id,
+        name=definition.name,
+        topic=definition.topic,
+        selector=definition.selector,
+        durable=True,
+        active=active,
+        pending=pending,
+        lastActive=last_active,
+        inactiveSelector=definition.inactive_selector,
+        expiryMs=definition.expiry_ms,
+        noLocal=definition.no_local,
+    )
+
+
 def durable_selector(selector: str | None, inactive_selector: str | None) -> str | None:
     """The selector the durable subscription itself uses: ``(S) AND (I)`` (or whichever is given)."""
     parts = [s for s in (selector, inactive_selector) if s is not None and s.strip()]

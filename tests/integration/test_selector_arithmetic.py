@@ -8,21 +8,27 @@ from typing import Any
 
 from expectations import expected
 
-from jmslike import Connection, Session
+from jmslike import Connection, Destination, Session
 from jmslike.conformance.suite.helpers import text_of
 
 RECEIVE_MS = 5000
 PRICED = [("5x2", 5, 2), ("3x3", 3, 3), ("7x3", 7, 3)]
 
 
-def _publish(connection: Connection, topic: str) -> None:
-    session = connection.createSession()
-    producer = session.createProducer(session.createTopic(topic))
+def _send_priced(session: Session, destination: Destination) -> None:
+    """The PRICED messages, with int properties price and qty and a boolean hot."""
+    producer = session.createProducer(destination)
     for text, price, qty in PRICED:
         message = session.createTextMessage(text)
         message.setIntProperty("price", price)
         message.setIntProperty("qty", qty)
+        message.setBooleanProperty("hot", True)
         producer.send(message)  # must not fail because of anybody's selector
+
+
+def _publish(connection: Connection, topic: str) -> None:
+    session = connection.createSession()
+    _send_priced(session, session.createTopic(topic))
     session.close()
 
 
@@ -70,12 +76,7 @@ def test_a_computing_selector_on_a_queue_selects_exactly_or_is_refused(
     queue = session.createQueue(unique_name)
     with expected("queue-computing-selector", broker.kind):
         consumer = session.createConsumer(queue, "price * qty BETWEEN 10 AND 20")
-        producer = session.createProducer(queue)
-        for text, price, qty in PRICED:
-            message = session.createTextMessage(text)
-            message.setIntProperty("price", price)
-            message.setIntProperty("qty", qty)
-            producer.send(message)
+        _send_priced(session, queue)
         assert _texts(consumer) == ["5x2"]
 
 
@@ -88,14 +89,7 @@ def test_number_and_boolean_comparisons_on_a_topic_select_exactly(
     subscriber = session.createConsumer(
         session.createTopic(unique_name), "price > 4 AND qty = 3 AND hot = TRUE"
     )
-    publisher = connect().createSession()
-    producer = publisher.createProducer(publisher.createTopic(unique_name))
-    for text, price, qty in PRICED:
-        message = publisher.createTextMessage(text)
-        message.setIntProperty("price", price)
-        message.setIntProperty("qty", qty)
-        message.setBooleanProperty("hot", True)
-        producer.send(message)
+    _publish(connect(), unique_name)
     assert _texts(subscriber) == ["7x3"]
 
 
@@ -106,10 +100,5 @@ def test_number_comparisons_on_a_queue_select_exactly_or_are_refused(
     queue = session.createQueue(unique_name)
     with expected("queue-typed-selector", broker.kind):
         consumer = session.createConsumer(queue, "price > 4 AND qty = 3")
-        producer = session.createProducer(queue)
-        for text, price, qty in PRICED:
-            message = session.createTextMessage(text)
-            message.setIntProperty("price", price)
-            message.setIntProperty("qty", qty)
-            producer.send(message)
+        _send_priced(session, queue)
         assert _texts(consumer) == ["7x3"]
