@@ -20,8 +20,10 @@ unless another module is named) and in ``docs/user-manual/stomp.adoc`` / ``manag
   the message is discarded. jmslike never sends NACK; see docs/artemis.md for the transacted-receive guarantee.
 - ``consumer-window-size`` is in bytes of encoded frames; credits come back on ACK; 0 means one message in
   flight (``StompSession.addSubscription``/``acknowledge``).
-- ``message-id`` is ``consumerID,messageID`` (``VersionedStompFrameHandler.createMessageFrame``): it changes
-  with the consumer, so jmslike's own ``jmslike-id`` is the JMSMessageID.
+- ``message-id`` is ``consumerID,messageID`` in the source read (``VersionedStompFrameHandler.createMessageFrame``)
+  and the core messageID alone on 2.21 (seen: ``25``); jmslike's own ``jmslike-id`` is the JMSMessageID, and a
+  foreign message (a Java client's: its JMSMessageID is the core userID, which STOMP never carries) gets
+  ``ID:artemis-<messageID>``, stable across redeliveries.
 - Every non-empty MESSAGE carries ``content-length`` on STOMP 1.1/1.2 (``StompFrame.toActiveMQBuffer``), so
   text and bytes cannot be told apart from the frame; on SEND, ``content-length`` makes a core BytesMessage and
   its absence a TextMessage (``onSend``).
@@ -329,12 +331,12 @@ def untagged_type(headers: Mapping[str, str], body: bytes) -> str:
 
 
 def stable_message_id(message_id: str | None) -> str | None:
-    """A JMSMessageID for a foreign message: Artemis's ``consumerID,messageID`` without the consumer part,
-    which changes on redelivery to another consumer."""
+    """A JMSMessageID for a foreign message: ``ID:`` (JMS requires the prefix) and the core messageID, without
+    the consumer part some versions put before it, which changes on redelivery to another consumer."""
     if not message_id:
         return None
     _, sep, core_id = message_id.partition(",")
-    return f"ID:artemis-{core_id}" if sep and core_id else message_id
+    return f"ID:artemis-{core_id if sep else message_id}"
 
 
 # -- management messages (pure) -----------------------------------------------------------------------

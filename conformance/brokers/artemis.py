@@ -7,8 +7,9 @@ the user points ``ARTEMIS_HOME`` at an unpacked distribution (the directory hold
 
 Each handle gets a fresh broker instance: ``artemis create`` into the handle's private directory (once:
 the instance and its journal are kept across restarts), then the generated ``broker.xml`` keeps only the
-STOMP acceptor, on loopback and a free port (no web console, no core/AMQP/MQTT/HornetQ ports), and the JVM
-heap is sized for a small machine. ``bin/artemis run`` execs the JVM, so the spawned pid is the broker's:
+STOMP acceptor, on loopback and a free port (no web console, no AMQP/MQTT/HornetQ ports; a CORE acceptor only
+when ``core_port`` asks for one, for a Java JMS client beside jmslike), and the JVM heap is sized for a small
+machine. ``bin/artemis run`` execs the JVM, so the spawned pid is the broker's:
 SIGTERM runs Artemis's shutdown hook (a clean journal close), SIGKILL is a crash that keeps the journal.
 Readiness is a real STOMP CONNECT with the instance's account.
 """
@@ -63,14 +64,21 @@ def check_artemis_home(home: Path) -> None:
         )
 
 
-def configure_broker_xml(text: str, host: str, stomp_port: int) -> str:
-    """The generated broker.xml with only the STOMP acceptor, on ``host:stomp_port`` (pure; idempotent)."""
+def configure_broker_xml(text: str, host: str, stomp_port: int, core_port: int | None = None) -> str:
+    """The generated broker.xml with only the STOMP acceptor on ``host:stomp_port``, and a CORE acceptor on
+    ``host:core_port`` when one is asked for (pure; idempotent)."""
     text = _OTHER_ACCEPTORS.sub("", text)
     configured, count = _STOMP_ACCEPTOR.subn(rf"\g<1>tcp://{host}:{stomp_port}", text)
     if count != 1:
         raise ValueError(
             "broker.xml has no STOMP acceptor to configure (did `artemis create` change its format?)"
         )
+    if core_port is not None:
+        stomp_end = configured.index("</acceptor>", configured.index('<acceptor name="stomp">')) + len(
+            "</acceptor>"
+        )
+        core = f'\n         <acceptor name="core">tcp://{host}:{core_port}?protocols=CORE</acceptor>'
+        configured = configured[:stomp_end] + core + configured[stomp_end:]
     return configured
 
 
@@ -94,6 +102,7 @@ class ArtemisBroker(LocalBroker):
         data_dir: str | os.PathLike[str] | None = None,
         artemis_home: str | os.PathLike[str] | None = None,
         heap_mb: int = 1024,
+        core_port: int | None = None,
         user: str | None = None,
         password: str | None = None,
         start_timeout_s: float | None = None,
@@ -112,6 +121,8 @@ class ArtemisBroker(LocalBroker):
         )
         self.home = home
         self.heap_mb = heap_mb
+        #: Port of the CORE acceptor for Java JMS clients (``tcp://127.0.0.1:PORT``), None for STOMP only.
+        self.core_port = core_port
 
     @property
     def instance(self) -> Path:
@@ -121,13 +132,18 @@ class ArtemisBroker(LocalBroker):
         check_artemis_home(self.home)
 
     def _ports(self) -> dict[str, int]:
-        return {"stomp": self.port}
+        return {"stomp": self.port, **self._client_ports()}
+
+    def _client_ports(self) -> dict[str, int]:
+        return {"core": self.core_port} if self.core_port is not None else {}
 
     def _prepare(self) -> None:
         if not (self.instance / "etc" / "broker.xml").is_file():
             self._create_instance()
         broker_xml = self.instance / "etc" / "broker.xml"
-        broker_xml.write_text(configure_broker_xml(broker_xml.read_text(), LOOPBACK, self.port))
+        broker_xml.write_text(
+            configure_broker_xml(broker_xml.read_text(), LOOPBACK, self.port, self.core_port)
+        )
         profile = self.instance / "etc" / "artemis.profile"
         profile.write_text(configure_profile(profile.read_text(), self.heap_mb))
 

@@ -16,16 +16,14 @@ exactly as on a broker without XStream (the rest of the integration suite runs o
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import math
-import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from java_interop_support import java_peer
+from java_interop_support import props as java_props
 
 import jmslike.conformance.plugin as jmslike_plugin
 from jmslike import (
@@ -48,27 +46,10 @@ from jmslike.properties import to_float32
 RECEIVE_MS = 10_000
 #: How long a receive waits for something that must NOT arrive.
 ABSENT_MS = 1_000
-INTEROP_DIR = Path(__file__).resolve().parents[1] / "interop"
 #: The URL option that turns on MapMessage interop through ActiveMQ's XStream transformation.
 MAP_OPTION = "activemq_map_transformation"
 
 pytestmark = pytest.mark.java
-
-
-def _load_java_peer() -> ModuleType:
-    """tests/interop is not a package on sys.path; load the helper module from its file."""
-    name = "jmslike_tests_java_peer"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, INTEROP_DIR / "java_peer.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-java_peer = _load_java_peer()
 
 
 # -- fixtures ---------------------------------------------------------------------------------------------
@@ -154,11 +135,6 @@ def map_session(
 @pytest.fixture
 def session(connect: Callable[..., Connection]) -> Session:
     return connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
-
-
-def _props(described: dict[str, Any]) -> dict[str, tuple[str, object]]:
-    """A Java description's properties as ``{name: (java class, value)}``."""
-    return {name: (p["type"], p["value"]) for name, p in described["properties"].items()}
 
 
 TYPED_PROPERTIES: dict[str, list[object]] = {
@@ -396,7 +372,7 @@ def test_jmslike_text_message_arrives_in_java_as_text_message(
     assert got["expiration"] == message.getJMSExpiration() != 0
     assert got["redelivered"] is False
     # Every property reaches Java as a java.lang.String in Java's own string form ...
-    props = _props(got)
+    props = java_props(got)
     assert props["flag"] == ("String", "true")
     assert props["tiny"] == ("String", "-5")
     assert props["small"] == ("String", "300")
@@ -445,7 +421,7 @@ def test_java_sees_jmslike_headers_as_extra_properties(java: Any, session: Sessi
     message.setStringProperty("priority", "high")
     session.createProducer(session.createQueue(unique_name)).send(message)
 
-    props = _props(java.receive(unique_name, RECEIVE_MS))
+    props = java_props(java.receive(unique_name, RECEIVE_MS))
 
     assert props["jmslike-id"] == ("String", message.getJMSMessageID())
     assert props["jmslike-type"] == ("String", "text")
@@ -491,7 +467,7 @@ def test_jmslike_map_message_reaches_java_as_bytes_without_the_option(
 
     assert got["class"] == "BytesMessage"
     assert json.loads(base64.b64decode(got["bytes"])) == {"count": ["int", 3], "name": ["String", "x"]}
-    assert _props(got)["jmslike-type"] == ("String", "map")
+    assert java_props(got)["jmslike-type"] == ("String", "map")
 
 
 def test_jmslike_map_message_arrives_in_java_as_map_message(
@@ -533,7 +509,7 @@ def test_jmslike_map_message_arrives_in_java_as_map_message(
         "nan": {"type": "Double", "value": "NaN"},
     }
     assert got["reads"]["n:int"] == {"type": "Integer", "value": 1}
-    assert _props(got)["transformation"] == ("String", "jms-map-json")
+    assert java_props(got)["transformation"] == ("String", "jms-map-json")
 
 
 def test_jmslike_map_with_byte_array_is_refused_with_the_map_option(
@@ -630,7 +606,7 @@ def test_java_sees_a_different_message_id_than_the_jmslike_sender(
 
     java_id = seen["request"]["messageId"]
     assert java_id.startswith("ID:") and java_id != request.getJMSMessageID()
-    assert _props(seen["request"])["jmslike-id"] == ("String", request.getJMSMessageID())
+    assert java_props(seen["request"])["jmslike-id"] == ("String", request.getJMSMessageID())
     assert reply is not None
     assert reply.getJMSCorrelationID() == java_id != request.getJMSMessageID()
 

@@ -1,7 +1,11 @@
 /*
- * A real JMS client for jmslike's interop tests: the ActiveMQ Java client over OpenWire.
+ * A real JMS client for jmslike's interop tests: ActiveMQ's Java client over OpenWire, or Artemis's JMS client
+ * over its core protocol.
  *
- * Compiled and run by tests/interop/java_peer.py (javac against the Debian ActiveMQ jars, no build tool).
+ * Compiled and run by tests/interop/java_peer.py (javac against the JMS API jar of the client, no build tool).
+ * The connection factory is the class named by $JMSPEER_FACTORY (default ActiveMQ's), built by reflection from
+ * its URL constructor, so this file depends on the JMS API alone; $JMSPEER_USER and $JMSPEER_PASSWORD, when
+ * set, are the account (kept out of argv, which error messages quote).
  * Every command prints exactly one JSON line on stdout; errors go to stderr with a non-zero exit code.
  *
  *   send    URL DEST SPEC                  send one message, print what the client assigned
@@ -34,7 +38,7 @@
  *    "expiration": 0}
  *
  * Names are sorted, output is ASCII (non-ASCII as \\u escapes), floats that JSON cannot hold are strings.
- * No libraries beyond the JMS API and the ActiveMQ client: the JSON reader and writer are below.
+ * No libraries beyond the JMS API and the client: the JSON reader and writer are below.
  */
 
 import java.io.ByteArrayOutputStream;
@@ -51,6 +55,7 @@ import java.util.TreeMap;
 
 import javax.jms.BytesMessage;
 import javax.jms.Connection;
+import javax.jms.ConnectionFactory;
 import javax.jms.DeliveryMode;
 import javax.jms.Destination;
 import javax.jms.JMSException;
@@ -62,8 +67,6 @@ import javax.jms.ObjectMessage;
 import javax.jms.Session;
 import javax.jms.StreamMessage;
 import javax.jms.TextMessage;
-
-import org.apache.activemq.ActiveMQConnectionFactory;
 
 public final class JmsPeer {
 
@@ -149,9 +152,14 @@ public final class JmsPeer {
 
     // -- commands ------------------------------------------------------------------------------------------
 
-    private static Connection open(String url) throws JMSException {
-        ActiveMQConnectionFactory factory = new ActiveMQConnectionFactory(url);
-        Connection connection = factory.createConnection();
+    private static Connection open(String url) throws Exception {
+        String factoryClass = System.getenv().getOrDefault("JMSPEER_FACTORY", "org.apache.activemq.ActiveMQConnectionFactory");
+        ConnectionFactory factory = (ConnectionFactory) Class.forName(factoryClass)
+                .getConstructor(String.class).newInstance(url);
+        String user = System.getenv("JMSPEER_USER");
+        Connection connection = user == null
+                ? factory.createConnection()
+                : factory.createConnection(user, System.getenv("JMSPEER_PASSWORD"));
         connection.start();
         return connection;
     }

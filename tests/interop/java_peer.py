@@ -1,10 +1,13 @@
-"""Compile and run ``JmsPeer.java``: a real JMS client (ActiveMQ's Java client over OpenWire) for tests.
+"""Compile and run ``JmsPeer.java``: a real Java JMS client for tests, ActiveMQ's (OpenWire) or Artemis's (core).
 
-The Java program sits next to this module. :func:`compile_peer` builds it with ``javac`` against the ActiveMQ
-client jars Debian installs in ``/usr/share/java`` (``$JMSLIKE_JAVA_LIB`` overrides the folder);
-:func:`unavailable_reason` says why that cannot work here (no JDK, missing jars), so tests can skip with
-the reason. :class:`JavaPeer` runs one command per JVM, each with a subprocess timeout, and returns the
-JSON line the program printed. See ``JmsPeer.java`` for the message spec and the description format.
+The Java program sits next to this module and depends on the JMS API alone; a :class:`JavaClient` says which
+factory class it builds and which jars it compiles and runs with: :func:`activemq_client` (the jars Debian
+installs in ``/usr/share/java``, ``$JMSLIKE_JAVA_LIB`` overrides the folder) or :func:`artemis_client` (the
+``lib/`` of the Artemis distribution ``ARTEMIS_HOME`` names: the broker's own classpath holds its JMS 2.0
+client and everything that client loads). :func:`unavailable_reason` says why a client cannot work here (no
+JDK, missing jars), so tests can skip with the reason. :class:`JavaPeer` runs one command per JVM, each with a
+subprocess timeout, and returns the JSON line the program printed. See ``JmsPeer.java`` for the message spec
+and the description format.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -22,7 +25,7 @@ SOURCE: Final = Path(__file__).with_name("JmsPeer.java")
 MAIN_CLASS: Final = "JmsPeer"
 JAR_DIR: Final = Path(os.environ.get("JMSLIKE_JAVA_LIB", "/usr/share/java"))
 
-#: What JmsPeer needs at compile and run time (javax.jms, the ActiveMQ client and what it loads).
+#: What JmsPeer needs at compile and run time with ActiveMQ's client (javax.jms, the client and what it loads).
 REQUIRED_JARS: Final = (
     "activemq-client.jar",
     "geronimo-jms_1.1_spec.jar",
@@ -42,6 +45,43 @@ class JavaPeerError(RuntimeError):
     """A Java command failed or printed something that is not one JSON object; carries its output."""
 
 
+@dataclass(frozen=True)
+class JavaClient:
+    """A Java JMS client for JmsPeer: the connection factory class it builds from a URL, and its jars."""
+
+    name: str
+    factory_class: str
+    jars: tuple[Path, ...]
+    #: Why the client's jars are not usable here (None when they are).
+    missing: str | None = None
+
+
+def activemq_client(jar_dir: Path = JAR_DIR) -> JavaClient:
+    """ActiveMQ Classic's Java client over OpenWire, from Debian's jars."""
+    missing_jars = [jar for jar in REQUIRED_JARS if not (jar_dir / jar).is_file()]
+    missing = None
+    if missing_jars:
+        missing = (
+            f"Java interop needs the ActiveMQ client jars; missing in {jar_dir}: {', '.join(missing_jars)} "
+            "(apt-get install activemq, or set JMSLIKE_JAVA_LIB to a folder holding them)"
+        )
+    jars = [jar_dir / jar for jar in REQUIRED_JARS] + [
+        jar_dir / jar for jar in OPTIONAL_JARS if (jar_dir / jar).is_file()
+    ]
+    return JavaClient("activemq", "org.apache.activemq.ActiveMQConnectionFactory", tuple(jars), missing)
+
+
+def artemis_client(home: Path) -> JavaClient:
+    """Artemis's JMS 2.0 client over the core protocol, from the distribution's ``lib/``."""
+    jars = tuple(sorted((home / "lib").glob("*.jar")))
+    missing = None
+    if not any(jar.name.startswith("artemis-jms-client-") for jar in jars):
+        missing = f"Java interop on Artemis needs {home}/lib/artemis-jms-client-*.jar (ARTEMIS_HOME={home})"
+    return JavaClient(
+        "artemis", "org.apache.activemq.artemis.jms.client.ActiveMQConnectionFactory", jars, missing
+    )
+
+
 def _tool(name: str) -> str | None:
     java_home = os.environ.get("JAVA_HOME")
     if java_home and (Path(java_home) / "bin" / name).is_file():
@@ -49,38 +89,26 @@ def _tool(name: str) -> str | None:
     return shutil.which(name)
 
 
-def unavailable_reason(jar_dir: Path = JAR_DIR) -> str | None:
-    """Why the Java peer cannot be built and run here, or None when it can."""
+def unavailable_reason(client: JavaClient | None = None) -> str | None:
+    """Why the Java peer cannot be built and run here with ``client`` (default ActiveMQ's), or None."""
     missing_tools = [name for name in ("java", "javac") if _tool(name) is None]
     if missing_tools:
         return (
             f"Java interop needs a JDK: {' and '.join(missing_tools)} not found on PATH or in $JAVA_HOME "
             "(apt-get install default-jdk-headless)"
         )
-    missing_jars = [jar for jar in REQUIRED_JARS if not (jar_dir / jar).is_file()]
-    if missing_jars:
-        return (
-            f"Java interop needs the ActiveMQ client jars; missing in {jar_dir}: {', '.join(missing_jars)} "
-            "(apt-get install activemq, or set JMSLIKE_JAVA_LIB to a folder holding them)"
-        )
-    return None
+    return (client or activemq_client()).missing
 
 
-def classpath_jars(jar_dir: Path = JAR_DIR) -> list[str]:
-    jars = [str(jar_dir / jar) for jar in REQUIRED_JARS]
-    jars += [str(jar_dir / jar) for jar in OPTIONAL_JARS if (jar_dir / jar).is_file()]
-    return jars
-
-
-def compile_peer(build_dir: Path, jar_dir: Path = JAR_DIR) -> str:
-    """Compile JmsPeer.java into ``build_dir``; return the classpath that runs it.
+def compile_peer(build_dir: Path, client: JavaClient | None = None) -> str:
+    """Compile JmsPeer.java into ``build_dir``; return the classpath that runs it with ``client``.
 
     Raises :class:`JavaPeerError` (with javac's output) when compilation fails; call
     :func:`unavailable_reason` first to tell "cannot run here" from "broken"."""
     javac = _tool("javac")
     if javac is None:
         raise JavaPeerError("javac not found")
-    jars = classpath_jars(jar_dir)
+    jars = [str(jar) for jar in (client or activemq_client()).jars]
     build_dir.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         [javac, "-encoding", "UTF-8", "-cp", os.pathsep.join(jars), "-d", str(build_dir), str(SOURCE)],
@@ -111,11 +139,16 @@ def _parse(argv: Sequence[str], result: subprocess.CompletedProcess[str]) -> dic
 class RunningCommand:
     """A Java command started in the background (a requester waiting for its reply)."""
 
-    def __init__(self, argv: list[str], timeout_s: float) -> None:
+    def __init__(self, argv: list[str], timeout_s: float, env: Mapping[str, str]) -> None:
         self._argv = argv
         self._timeout_s = timeout_s
         self._process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            argv,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
 
     def result(self) -> dict[str, Any]:
@@ -138,10 +171,22 @@ class RunningCommand:
 
 @dataclass(frozen=True)
 class JavaPeer:
-    """Runs JmsPeer commands against one broker's OpenWire connector (``tcp://host:port``)."""
+    """Runs JmsPeer commands against one broker's Java-client port (``tcp://host:port``, OpenWire or core)."""
 
     classpath: str
     openwire_url: str
+    factory_class: str = "org.apache.activemq.ActiveMQConnectionFactory"
+    user: str | None = None
+    password: str | None = field(default=None, repr=False)
+
+    def _env(self) -> dict[str, str]:
+        """The child's environment: the factory and the account (never on the command line)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("JMSPEER_")}
+        env["JMSPEER_FACTORY"] = self.factory_class
+        if self.user is not None:
+            env["JMSPEER_USER"] = self.user
+            env["JMSPEER_PASSWORD"] = self.password or ""
+        return env
 
     def _argv(self, *args: str) -> list[str]:
         java = _tool("java")
@@ -154,6 +199,7 @@ class JavaPeer:
         result = subprocess.run(
             argv,
             input=stdin,
+            env=self._env(),
             capture_output=True,
             text=True,
             timeout=wait_ms / 1000 + JVM_OVERHEAD_S,
@@ -187,4 +233,4 @@ class JavaPeer:
     def start_request(self, destination: str, spec: Mapping[str, Any], timeout_ms: int) -> RunningCommand:
         """Send a request (``spec["replyTo"]``) in the background; ``.result()`` has request and reply."""
         argv = self._argv("request", self.openwire_url, destination, str(timeout_ms), json.dumps(spec))
-        return RunningCommand(argv, timeout_ms / 1000 + JVM_OVERHEAD_S)
+        return RunningCommand(argv, timeout_ms / 1000 + JVM_OVERHEAD_S, self._env())

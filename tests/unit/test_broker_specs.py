@@ -387,6 +387,17 @@ def test_artemis_broker_xml_keeps_only_stomp_on_loopback_and_is_idempotent() -> 
         configure_broker_xml("<configuration/>", "127.0.0.1", 1)
 
 
+def test_artemis_broker_xml_adds_a_loopback_core_acceptor_when_asked() -> None:
+    from jmslike.conformance.brokers.artemis import configure_broker_xml
+
+    once = configure_broker_xml(_GENERATED_BROKER_XML, "127.0.0.1", 40001, core_port=40003)
+    assert once.count("<acceptor ") == 2
+    assert '<acceptor name="core">tcp://127.0.0.1:40003?protocols=CORE</acceptor>' in once
+    again = configure_broker_xml(once, "127.0.0.1", 40001, core_port=40004)
+    assert again.count("<acceptor ") == 2 and "40003" not in again and "127.0.0.1:40004" in again
+    assert configure_broker_xml(once, "127.0.0.1", 40001).count("<acceptor ") == 1
+
+
 def test_artemis_profile_heap() -> None:
     from jmslike.conformance.brokers.artemis import configure_profile
 
