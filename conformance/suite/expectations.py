@@ -3,7 +3,8 @@
 One entry per (scenario id, broker) -- optionally (scenario id, broker, mode) when only one restart mode
 differs -- saying the expected outcome, ``deviation`` (the broker cannot keep the promise and jmslike
 cannot fix it) or ``unsupported`` (jmslike refuses with UnsupportedFeatureException), with a one-line
-reason shown in the report. Everything not listed is expected to pass. Scenarios never branch on the
+reason shown in the report. Everything not listed is expected to pass. There are no defaults for a whole broker
+or restart mode: an entry names one scenario and one observed behaviour. Scenarios never branch on the
 broker themselves: when a broker differs, the difference is written here.
 """
 
@@ -111,28 +112,12 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
 }
 
 
-_RABBIT_KILL_LOSS = (
-    "RabbitMQ 3.10 (classic queues) intermittently loses confirmed PERSISTENT messages and brings back "
-    "acknowledged ones after a SIGKILL, even on ext4 where the kill leaves the page cache intact: seen "
-    "without any consumer, and with one (a whole queue of 60 confirmed messages gone in 1 of 4 runs); a "
-    "graceful restart keeps them"
-)
-
-# Defaults for a whole broker in one restart mode, where no scenario entry says otherwise. A scenario
-# that passes there still shows as pass (with a note that the table may be stale), so this is not strict.
-BROKER_MODE_DEFAULTS: dict[tuple[str, str], Expectation] = {
-    ("rabbitmq", "kill"): Expectation("deviation", _RABBIT_KILL_LOSS),
-}
-
-
 def expectation_for(scenario_id: str, broker: str, mode: str | None) -> Expectation:
     """The expectation of ``scenario_id`` on ``broker`` in ``mode`` (mode-specific entries first)."""
     if mode is not None and (scenario_id, broker, mode) in EXPECTATIONS:
         return EXPECTATIONS[(scenario_id, broker, mode)]
     if (scenario_id, broker) in EXPECTATIONS:
         return EXPECTATIONS[(scenario_id, broker)]
-    if mode is not None and (broker, mode) in BROKER_MODE_DEFAULTS:
-        return BROKER_MODE_DEFAULTS[(broker, mode)]
     return PASS
 
 

@@ -6,8 +6,6 @@ into the outcome:
 - unsupported: the body must raise UnsupportedFeatureException (jmslike refuses honestly);
 - deviation: the body's assertions must fail (shown as xfail with the reason); if they pass, the test
   fails, so the table cannot go stale;
-- intermittent: a broker behaviour that shows only sometimes (a failing assertion is an xfail with the
-  reason, a pass is a pass);
 - no entry: the body must simply pass.
 """
 
@@ -24,7 +22,7 @@ from jmslike import UnsupportedFeatureException
 
 @dataclass(frozen=True)
 class Expectation:
-    kind: str  # "unsupported" | "deviation" | "intermittent"
+    kind: str  # "unsupported" | "deviation"
     reason: str
 
 
@@ -49,11 +47,6 @@ EXPECTATIONS: dict[tuple[str, str], Expectation] = {
         "Artemis 2.21 flags a message redelivered only after a connection failure: one handed back by closing "
         "its consumer or session comes back with redelivered:false (raw STOMP control: UNSUBSCRIBE three "
         "times, redelivered:false each time; a dropped connection, redelivered:true)",
-    ),
-    ("kill-durability", "rabbitmq"): Expectation(
-        "intermittent",
-        "RabbitMQ 3.10 classic queues intermittently lose confirmed persistent messages and bring back "
-        "acknowledged ones after SIGKILL (see docs/conformance.md); a graceful restart keeps them",
     ),
     ("inactive-selector-storage", "rabbitmq"): Expectation(
         "deviation",
@@ -120,12 +113,6 @@ def expected(feature: str, broker_kind: str) -> Iterator[None]:
     outcome = EXPECTATIONS.get((feature, broker_kind))
     if outcome is None:
         yield
-        return
-    if outcome.kind == "intermittent":
-        try:
-            yield
-        except (AssertionError, pytest.fail.Exception):
-            pytest.xfail(f"known intermittent behaviour of {broker_kind}: {outcome.reason}")
         return
     if outcome.kind == "unsupported":
         with pytest.raises(UnsupportedFeatureException):

@@ -7,14 +7,12 @@ raw STOMP client (stompest), so jmslike's own view never confirms itself.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from expectations import expected
 from probes import durable_backlog
 
 from jmslike import (
@@ -39,11 +37,6 @@ def drain(connection: Connection, queue: str, wait_ms: int = 1000) -> list[Messa
     return drain_quietly(connection, queue, wait_ms)
 
 
-def durability(broker: Any, mode: str) -> contextlib.AbstractContextManager[None]:
-    """What a kill may cost on this broker, from the one expectations table (nothing, on most)."""
-    return expected("kill-durability", broker.kind) if mode == "kill" else contextlib.nullcontext()
-
-
 def send(connection: Connection, queue: str, text: str, mode: int) -> None:
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     producer = session.createProducer(session.createQueue(queue))
@@ -60,8 +53,7 @@ def test_queue_persistent_survives_non_persistent_does_not(
     send(connection, unique_name, "non-persistent", DeliveryMode.NON_PERSISTENT)
     connection.close()
     broker.restart(mode)
-    with durability(broker, mode):
-        assert [text_of(m) for m in drain(connect(), unique_name)] == ["persistent"]
+    assert [text_of(m) for m in drain(connect(), unique_name)] == ["persistent"]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -78,16 +70,15 @@ def test_durable_subscription_and_backlog_survive(
     producer.send(publisher.createTextMessage("np"), DeliveryMode.NON_PERSISTENT, 4, 0)
     connection.close()
     broker.restart(mode)
-    with durability(broker, mode):
-        again = connect(cid)
-        session = again.createSession(False, Session.AUTO_ACKNOWLEDGE)
-        subscriber = session.createDurableSubscriber(session.createTopic(unique_name), "kept")
-        texts = []
-        while (message := subscriber.receive(1000)) is not None:
-            texts.append(text_of(message))
-        assert texts == ["p"]
-        subscriber.close()
-        session.unsubscribe("kept")
+    again = connect(cid)
+    session = again.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    subscriber = session.createDurableSubscriber(session.createTopic(unique_name), "kept")
+    texts = []
+    while (message := subscriber.receive(1000)) is not None:
+        texts.append(text_of(message))
+    assert texts == ["p"]
+    subscriber.close()
+    session.unsubscribe("kept")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -103,8 +94,7 @@ def test_unsubscribed_stays_deleted(
     publisher.createProducer(publisher.createTopic(unique_name)).send(publisher.createTextMessage("after"))
     connection.close()
     broker.restart(mode)
-    with durability(broker, mode):
-        assert durable_backlog(broker, cid, unique_name, "deleted") in (None, [])
+    assert durable_backlog(broker, cid, unique_name, "deleted") in (None, [])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -117,10 +107,9 @@ def test_unacknowledged_comes_back_after_restart(
     held = session.createConsumer(session.createQueue(unique_name)).receive(RECEIVE_MS)
     assert text_of(held) == "held"
     broker.restart(mode)
-    with durability(broker, mode):
-        back = drain(connect(), unique_name)
-        assert [text_of(m) for m in back] == ["held"]
-        assert back[0].getJMSMessageID() == held.getJMSMessageID()  # type: ignore[union-attr]
+    back = drain(connect(), unique_name)
+    assert [text_of(m) for m in back] == ["held"]
+    assert back[0].getJMSMessageID() == held.getJMSMessageID()  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -135,13 +124,12 @@ def test_uncommitted_work_is_undone(
     assert text_of(tx.createConsumer(tx.createQueue(unique_name + ".in")).receive(RECEIVE_MS)) == "input"
     tx.createProducer(tx.createQueue(unique_name + ".out")).send(tx.createTextMessage("uncommitted"))
     broker.restart(mode)
-    with durability(broker, mode):
-        with pytest.raises((TransactionRolledBackException, ConnectionLostException, JMSException)):
-            tx.commit()
-        fresh = connect()
-        assert [text_of(m) for m in drain(fresh, unique_name + ".in")] == ["input"]
-        assert drain(fresh, unique_name + ".out", 300) == []
-        assert [text_of(m) for m in drain(fresh, unique_name + ".committed")] == ["c"]
+    with pytest.raises((TransactionRolledBackException, ConnectionLostException, JMSException)):
+        tx.commit()
+    fresh = connect()
+    assert [text_of(m) for m in drain(fresh, unique_name + ".in")] == ["input"]
+    assert drain(fresh, unique_name + ".out", 300) == []
+    assert [text_of(m) for m in drain(fresh, unique_name + ".committed")] == ["c"]
 
 
 def test_exception_listener_told_of_lost_connection(broker: Any, connect: Callable[..., Connection]) -> None:
@@ -192,20 +180,19 @@ def test_failover_resubscribes_and_keeps_receiving(
     assert text_of(queue_consumer.receive(RECEIVE_MS)) == "queued-before"
     publisher.close()
     broker.restart(mode)
-    with durability(broker, mode):
-        after = connect()
-        publish = after.createSession(False, Session.AUTO_ACKNOWLEDGE)
-        publish.createProducer(publish.createTopic(unique_name)).send(publish.createTextMessage("after"))
-        texts = []
-        while (message := subscriber.receive(10_000)) is not None:
-            texts.append(text_of(message))
-            if "after" in texts:
-                break
-        # The unacknowledged "before" comes back (the broker owns it again) and "after" arrives: nothing lost.
-        assert texts.count("after") == 1
-        assert "before" in texts
-        requeued = queue_consumer.receive(10_000)
-        assert text_of(requeued) == "queued-before"
-        requeued.acknowledge()  # type: ignore[union-attr]
-        subscriber.close()
-        session.unsubscribe("resilient")
+    after = connect()
+    publish = after.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    publish.createProducer(publish.createTopic(unique_name)).send(publish.createTextMessage("after"))
+    texts = []
+    while (message := subscriber.receive(10_000)) is not None:
+        texts.append(text_of(message))
+        if "after" in texts:
+            break
+    # The unacknowledged "before" comes back (the broker owns it again) and "after" arrives: nothing lost.
+    assert texts.count("after") == 1
+    assert "before" in texts
+    requeued = queue_consumer.receive(10_000)
+    assert text_of(requeued) == "queued-before"
+    requeued.acknowledge()  # type: ignore[union-attr]
+    subscriber.close()
+    session.unsubscribe("resilient")

@@ -428,25 +428,15 @@ def test_inactive_selector_across_broker_restart(
     connection.close()
     publisher_connection.close()
     broker.restart(mode)
-    durability = expected("kill-durability", broker_kind) if mode == "kill" else _nothing()
-    with durability:
-        again = connect(client)
-        session = again.createSession(False, Session.AUTO_ACKNOWLEDGE)
-        resumed = session.resumeDurableSubscriber("filtered")  # the record survived the restart
-        assert receive_all(resumed, 1500) == ["p1", "p2"]
-        publisher = Publisher(connect(), unique_name)
-        publisher.send("after-p", P)
-        publisher.send("after-np", NP)
-        assert sorted(receive_all(resumed)) == ["after-np", "after-p"]  # the companion works again
-        resumed.close(removeSubscription=True)
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
+    again = connect(client)
+    session = again.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    resumed = session.resumeDurableSubscriber("filtered")  # the record survived the restart
+    assert receive_all(resumed, 1500) == ["p1", "p2"]
+    publisher = Publisher(connect(), unique_name)
+    publisher.send("after-p", P)
+    publisher.send("after-np", NP)
+    assert sorted(receive_all(resumed)) == ["after-np", "after-p"]  # the companion works again
+    resumed.close(removeSubscription=True)
 
 
 # -- the catalogue queue (brokers without their own record of subscriptions) ---------------------------
@@ -502,13 +492,11 @@ def test_attached_filtered_subscriber_survives_restart_with_reconnect(
     while connection.generation == generation:
         assert time.monotonic() < deadline, "the connection did not reconnect"
         threading.Event().wait(0.1)
-    durability = expected("kill-durability", broker_kind) if mode == "kill" else _nothing()
-    with durability:
-        publisher = Publisher(connect(), unique_name)
-        publisher.send("after-p", P)
-        publisher.send("after-np", NP)
-        assert sorted(receive_all(subscriber, 2000)) == ["after-np", "after-p"]
-        subscriber.close(removeSubscription=True)
+    publisher = Publisher(connect(), unique_name)
+    publisher.send("after-p", P)
+    publisher.send("after-np", NP)
+    assert sorted(receive_all(subscriber, 2000)) == ["after-np", "after-p"]
+    subscriber.close(removeSubscription=True)
 
 
 def test_remove_close_from_own_listener_is_refused_before_anything_changes(
