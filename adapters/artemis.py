@@ -90,7 +90,7 @@ from jmslike.exceptions import (
 from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, IsNull, Not, Or
 from jmslike.topics import to_broker
 
-from .dialect import DELIVERY_TIME_HEADER, ID_HEADER, STANDARD_HEADERS, StompDialect, client_selector_stand_in
+from .dialect import DELIVERY_TIME_HEADER, ID_HEADER, STANDARD_HEADERS, StompDialect
 from .transport import StompWire
 
 # Artemis's STOMP header for scheduled delivery after a delay, in ms (StompUtils).
@@ -294,6 +294,17 @@ def artemis_selector(text: str | None) -> str | None:
     # render() renames identifiers only; the rewrites need the tree (see docs/artemis.md).
     mapped = selectors.Selector(parsed.text, _null_safe(_map_delivery_mode_literals(parsed.expression)))
     return mapped.render(lambda name: SELECTOR_RENAMES.get(name, name))
+
+
+def client_side_filter(text: str) -> str:
+    """The core filter of a topic subscription whose selector jmslike evaluates (``selector_placement``
+    "client"): every jmslike message passes (it carries :data:`CONNECTION_HEADER`; jmslike knows its property
+    types from ``jmslike-ptypes`` and evaluates the selector itself), and the broker evaluates the selector on
+    every other message, whose properties are still typed in the core message (a Java peer's ``int`` becomes
+    the string "42" only on its way to STOMP). The jmslike test comes first: Artemis's OR stops at TRUE, so the
+    selector is never computed on a jmslike message's string properties. Deterministic (it is compared with an
+    existing durable subscription's filter) and it names the selector, so a changed selector is seen."""
+    return f"{CONNECTION_HEADER} IS NOT NULL OR ({artemis_selector(text)})"
 
 
 def no_local_clause(header: str, value: str) -> str:
@@ -965,7 +976,7 @@ class ArtemisAdapter(StompDialect):
             else:
                 clause = no_local_clause(CONNECTION_HEADER, self._origin)
         if spec.selector and self.selector_placement(selectors.parse(spec.selector)) == "client":
-            return combine_filters(client_selector_stand_in(spec.selector), clause)  # jmslike evaluates it
+            return combine_filters(client_side_filter(spec.selector), clause)
         return combine_filters(artemis_selector(spec.selector), clause)
 
     def selector_placement(self, selector: selectors.Selector) -> SelectorSupport:
@@ -1138,6 +1149,9 @@ class ArtemisAdapter(StompDialect):
             type_tag=incoming.type_tag or untagged_type(headers, frame.body),
             property_headers=properties,
             local=incoming.sub_id in self._acked_on_delivery,
+            # Not from jmslike: a client-side selector's subscription let it through only if the broker's
+            # evaluation on its typed properties matched (client_side_filter).
+            selected_by_broker=CONNECTION_HEADER not in headers,
         )
 
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame:

@@ -171,7 +171,7 @@ class MessageConsumer:
         connection = self._session.connection
         if self._client_no_local and connection.adapter.origin_of(incoming) == connection.connection_id:
             return False
-        if not self._client_filter or self._selector is None:
+        if not self._client_filter or self._selector is None or incoming.selected_by_broker:
             return True
         return self._selector.matches(lambda name: selector_value(incoming, name))
 

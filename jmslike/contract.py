@@ -174,6 +174,9 @@ class IncomingMessage:
     # requestUpdate), or by a subscription the broker acknowledges on delivery (Artemis's non-durable topic
     # subscriptions, see adapters/artemis.py).
     local: bool = False
+    # The broker already applied the subscription's selector to this message's own typed properties (a Java
+    # peer's message on Artemis, whose types STOMP turns into strings): jmslike does not evaluate it again.
+    selected_by_broker: bool = False
 
 
 class Wire(Protocol):

@@ -29,6 +29,7 @@ from jmslike.adapters.artemis import (
     QueueInfo,
     artemis_selector,
     client_id_lock_queue,
+    client_side_filter,
     consumer_window_size,
     create_queue,
     durable_queue_name,
@@ -916,3 +917,20 @@ def test_a_changed_shared_subscription_with_consumers_is_refused() -> None:
     with pytest.raises(JMSException, match="active consumers"):
         with_management(session).subscribe(RecordingWire(), spec)
     assert "destroyQueue" not in session.operations()
+
+
+def test_client_side_filter_passes_jmslike_messages_and_lets_the_broker_select_the_others() -> None:
+    """A Java int property is typed in the core message: the broker, not jmslike, can compare it."""
+    assert client_side_filter("weight > 10") == f"{CONNECTION_HEADER} IS NOT NULL OR (weight > 10)"
+    assert client_side_filter("JMSPriority > 4") == f"{CONNECTION_HEADER} IS NOT NULL OR (AMQPriority > 4)"
+    assert client_side_filter("a > 1") != client_side_filter("a > 2")  # a changed selector is seen
+
+
+def test_only_foreign_messages_count_as_selected_by_the_broker() -> None:
+    adapter = ArtemisAdapter()
+    own = adapter.decode_message(
+        Frame("MESSAGE", {"subscription": "1", "ack": "1", CONNECTION_HEADER: "c1"}, b"")
+    )
+    foreign = adapter.decode_message(Frame("MESSAGE", {"subscription": "1", "ack": "2", "weight": "42"}, b""))
+    assert not own.selected_by_broker
+    assert foreign.selected_by_broker
