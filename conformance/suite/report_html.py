@@ -127,6 +127,8 @@ def render(report: RunReport) -> str:
         '<button type="button" id="filter-all">all</button> <button type="button" id="filter-none">none</button> '
         '<label><input type="checkbox" id="only-problems"> only rows that are not all pass</label>',
         "</section>",
+        '<p class="meta">In the grid: <b>pass*</b> passed with a note (numbered below, e.g. the expectations '
+        "table listed a deviation); &middot; the scenario does not run in that restart mode.</p>",
         '<table id="matrix"><thead><tr><th rowspan="2">scenario</th><th rowspan="2">strength</th>',
         *(f'<th colspan="{len(modes)}">{_e(b)}</th>' for b in brokers),
         "</tr><tr>",

@@ -42,6 +42,9 @@ def render(report: RunReport) -> str:
         "",
         "## Matrix",
         "",
+        "An empty cell: the scenario does not run in that restart mode. Every outcome other than pass, and every"
+        " pass with a note, is explained below the grid.",
+        "",
     ]
     columns = [c for c in report.columns() if any(r.column == c for r in report.results)]
     cells = cell_results(report)

@@ -28,7 +28,7 @@ from jmslike.contract import RETAINED_STORE_PREFIX as STORE_PREFIX
 from jmslike.retained import ON_REQUEST_PREFIX, RETAINED_PROPERTY
 
 CAT = "retained"
-SEC = "MQ request update (design/mq-pubsub.md)"
+SEC = "MQ request update (docs/retained.md)"
 P, NP = DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT
 QUIET_MS = 500
 
