@@ -74,6 +74,7 @@ SHARED_PREFIX = "jmslike.shared."
 SHARED_DURABLE_PREFIX = "jmslike.shared-durable."
 NO_CLIENT_ID = "~none"  # queue_part never yields it: "~" is always followed by four hex digits there
 LOCK_PREFIX = "jmslike.client-id."
+QUEUE_TYPE_ARGUMENT = "x-queue-type"
 _SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
@@ -156,6 +157,7 @@ class RabbitMQAdapter(StompDialect):
         "x-queue-name",
         "prefetch-count",
         "x-max-priority",
+        QUEUE_TYPE_ARGUMENT,
         "ack",
         ORIGIN_HEADER,
     }
@@ -167,6 +169,10 @@ class RabbitMQAdapter(StompDialect):
         # subscription queues) get x-max-priority, so RabbitMQ orders by priority. Off by default: a queue's
         # arguments are fixed by whoever declares it first, so every client of those queues must agree.
         self._max_priority = 0
+        # With ?rabbitmq_queue_type=quorum, queues jmslike declares get x-queue-type: a SEND or SUBSCRIBE to
+        # /queue/ re-declares the queue, and RabbitMQ refuses a declaration whose type differs from an
+        # existing queue's (PRECONDITION_FAILED "inequivalent arg 'x-queue-type'", closing the connection).
+        self._queue_type = ""
 
     # -- connection -----------------------------------------------------------------------------------
 
@@ -177,6 +183,7 @@ class RabbitMQAdapter(StompDialect):
         self._management = RabbitMQManagement(url, config.credentials.user, config.credentials.password)
         self._vhost = config.vhost or "/"
         self._max_priority = config.rabbitmq_max_priority
+        self._queue_type = config.rabbitmq_queue_type
         return {}
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
@@ -268,6 +275,8 @@ class RabbitMQAdapter(StompDialect):
             headers[EXPIRES_ARGUMENT] = str(spec.expiry_ms)
         if self._max_priority and (spec.durable_name is not None or type(spec.destination) is Queue):
             headers["x-max-priority"] = str(self._max_priority)
+        if self._queue_type and type(spec.destination) is Queue:
+            headers[QUEUE_TYPE_ARGUMENT] = self._queue_type
         return headers
 
     def subscribe(self, wire: Wire, spec: SubscriptionSpec) -> None:
@@ -378,8 +387,11 @@ class RabbitMQAdapter(StompDialect):
             # SEND declares the queue: always with the same arguments (another set would be refused with
             # PRECONDITION_FAILED, closing the connection), so no x-max-priority here.
             headers["x-max-length"] = "1"
-        elif self._max_priority and type(message.destination) is Queue:
-            headers["x-max-priority"] = str(self._max_priority)  # SEND declares the queue too
+        elif type(message.destination) is Queue:  # SEND declares the queue too, with the same arguments
+            if self._max_priority:
+                headers["x-max-priority"] = str(self._max_priority)
+            if self._queue_type:
+                headers[QUEUE_TYPE_ARGUMENT] = self._queue_type
         return headers
 
     # -- retained publications ------------------------------------------------------------------------

@@ -67,6 +67,7 @@ class ConnectionConfig:
     management_url: str | None = None
     activemq_map_transformation: bool = False
     rabbitmq_max_priority: int = 0
+    rabbitmq_queue_type: str = ""
     no_durable_topics: tuple[str, ...] = ()
     #: Largest frame (headers + body) accepted from the broker; a bigger one drops the connection.
     max_frame_bytes: int = 100 * 1024 * 1024
@@ -112,6 +113,12 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _queue_type(value: str) -> str:
+    if value not in ("classic", "quorum"):
+        raise ValueError(f"expected classic or quorum, got {value!r}")
+    return value
+
+
 def _names(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
@@ -139,6 +146,11 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
         _positive_int,
         "RabbitMQ only: declare queues with x-max-priority=N so priorities order delivery (0 = off)",
     ),
+    "rabbitmq_queue_type": (
+        "rabbitmq_queue_type",
+        _queue_type,
+        "RabbitMQ only: declare queues with x-queue-type (quorum or classic), as queues made by others are",
+    ),
     "no_durable_topics": (
         "no_durable_topics",
         _names,
@@ -164,7 +176,11 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     ),
 }
 _TLS_FIELDS = {"ca_file", "cert_file", "key_file", "check_hostname"}
-_BROKER_SPECIFIC_KEYS = {"activemq_map_transformation": "activemq", "rabbitmq_max_priority": "rabbitmq"}
+_BROKER_SPECIFIC_KEYS = {
+    "activemq_map_transformation": "activemq",
+    "rabbitmq_max_priority": "rabbitmq",
+    "rabbitmq_queue_type": "rabbitmq",
+}
 
 
 def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> ConnectionConfig:

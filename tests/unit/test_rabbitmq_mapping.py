@@ -83,6 +83,19 @@ def test_max_priority_is_opt_in_and_declared_consistently() -> None:
     )
 
 
+def test_queue_type_is_opt_in_and_declared_by_send_and_subscribe_to_queues() -> None:
+    assert "x-queue-type" not in adapter().send_frame(outgoing(), None).headers
+    quorum = adapter("rabbitmq://h:61613?rabbitmq_queue_type=quorum")
+    assert quorum.send_frame(outgoing(), None).headers["x-queue-type"] == "quorum"
+    queue_sub = quorum.subscribe_headers(SubscriptionSpec(sub_id="s", destination=Queue("q")))
+    topic_sub = quorum.subscribe_headers(SubscriptionSpec(sub_id="s", destination=Topic("t")))
+    assert queue_sub["x-queue-type"] == "quorum" and "x-queue-type" not in topic_sub
+    temporary = quorum.send_frame(outgoing(destination=TemporaryQueue("jmslike-tmp-1")), None).headers
+    assert "x-queue-type" not in temporary  # exclusive queues cannot be quorum queues
+    with pytest.raises(ConfigurationError, match="classic or quorum"):
+        parse_url("rabbitmq://h:61613?rabbitmq_queue_type=stream")
+
+
 def test_broker_specific_url_keys_are_refused_elsewhere() -> None:
     with pytest.raises(ConfigurationError, match="rabbitmq:// URLs only"):
         parse_url("activemq://h:1?rabbitmq_max_priority=9")
