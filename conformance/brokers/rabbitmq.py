@@ -451,10 +451,13 @@ class RabbitMQBroker(LocalBroker):
         logger.warning("rabbitmq: could not find the Erlang VM pid; kill() will hit the wrapper script")
         return proc.popen.pid
 
-    def _request_graceful_stop(self, proc: BrokerProcess, timeout_s: float) -> None:
+    def ctl(self, *args: str, timeout_s: float = 30.0) -> str:
+        """Run ``rabbitmqctl -n NODE ARGS...`` against this broker (as its user, in its environment) and return
+        its stdout; RuntimeError with the output when it fails. Asks the running node directly: unlike the
+        management API's statistics, ``list_queues`` counts are current."""
         run_as = self._run_as
         result = subprocess.run(
-            [str(self._ctl), "-n", self.node_name, "stop"],
+            [str(self._ctl), "-n", self.node_name, *args],
             env=self._environment(),
             cwd=self.base_dir,
             stdin=subprocess.DEVNULL,
@@ -468,8 +471,13 @@ class RabbitMQBroker(LocalBroker):
         )
         if result.returncode != 0:
             raise RuntimeError(
-                f"rabbitmqctl stop exited with {result.returncode}: {(result.stderr or result.stdout)[-300:]}"
+                f"rabbitmqctl {args[0] if args else ''} exited with {result.returncode}: "
+                f"{(result.stderr or result.stdout)[-300:]}"
             )
+        return result.stdout
+
+    def _request_graceful_stop(self, proc: BrokerProcess, timeout_s: float) -> None:
+        self.ctl("stop", timeout_s=timeout_s)
 
     def _after_stop(self) -> None:
         self._stop_epmd()
