@@ -16,6 +16,7 @@ from jmslike import (
     DeliveryMode,
     InvalidDestinationException,
     InvalidSelectorException,
+    JMSException,
     MapMessage,
     MessageFormatException,
     ObjectMessage,
@@ -528,3 +529,26 @@ def test_receive_on_a_stopped_connection_says_why_once(
         assert consumer.receive(100) is None
     hints = [r for r in caplog.records if "not started" in r.getMessage()]
     assert len(hints) == 1 and "connection.start()" in hints[0].getMessage()
+
+
+def test_rabbitmq_quorum_queue_declared_by_someone_else(
+    broker: Any, connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """An operator made the queue a quorum queue: jmslike uses it with ``rabbitmq_queue_type=quorum``, and
+    without it the broker refuses jmslike's classic re-declaration (the reason the option exists)."""
+    if broker.kind != "rabbitmq":
+        pytest.skip("quorum queues are RabbitMQ's")
+    from jmslike.adapters.rabbitmq_management import RabbitMQManagement
+
+    RabbitMQManagement(broker.management_url, broker.user, broker.password).declare_queue(
+        "/", unique_name, {"x-queue-type": "quorum"}
+    )
+    session = connect(url_options="rabbitmq_queue_type=quorum").createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    session.createProducer(queue).send(session.createTextMessage("in a quorum queue"))
+    got = session.createConsumer(queue).receive(RECEIVE_MS)
+    assert isinstance(got, TextMessage) and got.getText() == "in a quorum queue"
+
+    classic = connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
+    with pytest.raises(JMSException, match="x-queue-type"):
+        classic.createProducer(classic.createQueue(unique_name)).send(classic.createTextMessage("refused"))
