@@ -87,6 +87,7 @@ class ActiveMQAdapter(StompDialect):
         # AMQ_SCHEDULED_DELAY, honoured only with schedulerSupport="true" (our launchers set it; a broker
         # without it is detected per connection and refused, jmslike.delivery_delay).
         delivery_delay=True,
+        verified_with="5.17.2",
     )
     topic_syntax = TopicSyntax(separator=".", single="*", multi=">")
     # ActiveMQ's StompSubscription in ``client`` mode acknowledges every message dispatched to the

@@ -785,6 +785,7 @@ class ArtemisAdapter(StompDialect):
         # A queue per subscription that every consumer attaches to by its fully qualified name, managed
         # through the management address (prepare_shared).
         shared_subscriptions=True,
+        verified_with="2.21.0",
     )
     reserved_headers = STANDARD_HEADERS | {
         SCHEDULED_DELAY_HEADER,

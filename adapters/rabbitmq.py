@@ -148,6 +148,7 @@ class RabbitMQAdapter(StompDialect):
         # (drop-head) in its own arrival order, so concurrent publishers need no coordination.
         retained="broker",
         shared_subscriptions=True,
+        verified_with="3.10.8",
     )
     reserved_headers = STANDARD_HEADERS | {
         "expiration",

@@ -57,6 +57,8 @@ class Capabilities:
     delivery_delay: bool = False
     # JMS 2.0 shared subscriptions (durable and not), mapped onto a broker queue all consumers share.
     shared_subscriptions: bool = False
+    # The broker release jmslike's integration and conformance suites last passed on (docs name the date).
+    verified_with: str = "not verified"
 
     @classmethod
     def describe(cls) -> dict[str, str]:
@@ -79,6 +81,7 @@ class Capabilities:
             "retained": "Retained publications: latest per topic kept by (broker / jmslike)",
             "delivery_delay": "Delivery delay (JMS 2.0)",
             "shared_subscriptions": "Shared subscriptions (JMS 2.0)",
+            "verified_with": "Verified against (the release the test suites pass on)",
         }
         return {f.name: names.get(f.name, f.name) for f in fields(cls)}
 
