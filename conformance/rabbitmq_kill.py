@@ -40,6 +40,7 @@ from jmslike import ConnectionFactory, DeliveryMode, Session, TextMessage
 from jmslike.adapters.rabbitmq_management import RabbitMQManagement
 from jmslike.conformance.brokers import BrokerHandle, launch
 from jmslike.conformance.brokers.rabbitmq import RabbitMQBroker
+from jmslike.conformance.suite.probe import raw_stomp_client
 
 QUIET_S = 2.0
 RECEIPT_TIMEOUT_S = 10.0
@@ -76,22 +77,6 @@ def bodies(count: int) -> list[str]:
 # -- the raw client (stompest) ------------------------------------------------------------------------------
 
 
-def _raw_client(broker: BrokerHandle) -> Any:
-    from stompest.config import StompConfig
-    from stompest.protocol import StompSpec
-    from stompest.sync import Stomp
-
-    config = StompConfig(
-        f"tcp://{broker.host}:{broker.port}",
-        login=broker.user,
-        passcode=broker.password,
-        version=StompSpec.VERSION_1_2,
-    )
-    client = Stomp(config)
-    client.connect(host="/")
-    return client
-
-
 def _await_receipt(client: Any, receipt: str) -> None:
     deadline = time.monotonic() + RECEIPT_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -105,7 +90,7 @@ def _await_receipt(client: Any, receipt: str) -> None:
 
 
 def raw_send(broker: BrokerHandle, queue: str, texts: Sequence[str], queue_type: str) -> int:
-    client = _raw_client(broker)
+    client = raw_stomp_client(broker)
     try:
         for text in texts:
             receipt = uuid.uuid4().hex
@@ -120,7 +105,7 @@ def raw_send(broker: BrokerHandle, queue: str, texts: Sequence[str], queue_type:
 
 def raw_consume(broker: BrokerHandle, queue: str, ack: str, count: int, queue_type: str) -> list[str]:
     """Receive ``count`` messages with ``ack`` mode; with client-individual each ACK waits for its receipt."""
-    client = _raw_client(broker)
+    client = raw_stomp_client(broker)
     taken: list[str] = []
     try:
         headers = {"ack": ack, "prefetch-count": str(count), "id": "exp"}
@@ -152,7 +137,7 @@ def raw_consume(broker: BrokerHandle, queue: str, ack: str, count: int, queue_ty
 
 def raw_drain(broker: BrokerHandle, queue: str) -> list[tuple[str, bool]]:
     """Everything the queue holds, with each message's redelivered flag (acknowledged on delivery)."""
-    client = _raw_client(broker)
+    client = raw_stomp_client(broker)
     found: list[tuple[str, bool]] = []
     try:
         client.subscribe(f"/amq/queue/{queue}", headers={"ack": "auto", "id": "drain"})

@@ -25,6 +25,24 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def raw_stomp_client(broker: BrokerHandle, version: str = "1.2", client_id: str | None = None) -> Any:
+    """A connected stompest client on ``broker``'s STOMP port with its account: no jmslike code between the
+    caller and the broker. STOMP 1.2 sends ``host:/`` (RabbitMQ's virtual host; others ignore it)."""
+    from stompest.config import StompConfig
+    from stompest.sync import Stomp
+
+    config = StompConfig(
+        f"tcp://{broker.host}:{broker.port}", login=broker.user, passcode=broker.password, version=version
+    )
+    client = Stomp(config)
+    headers = {"client-id": client_id} if client_id else {}
+    if version == "1.2":
+        client.connect(headers=headers, host="/", connectTimeout=10, connectedTimeout=10)
+    else:
+        client.connect(headers=headers, versions=[version], connectTimeout=10)
+    return client
+
+
 class ProbeUnavailable(Exception):
     """This broker has no independent way to answer the question."""
 
@@ -53,20 +71,7 @@ class ActiveMQProbe(BrokerProbe):
     """Raw STOMP 1.1 through stompest (ActiveMQ's own STOMP headers, no jmslike code)."""
 
     def _client(self, client_id: str | None) -> Any:
-        from stompest.config import StompConfig
-        from stompest.protocol import StompSpec
-        from stompest.sync import Stomp
-
-        config = StompConfig(
-            f"tcp://{self.broker.host}:{self.broker.port}",
-            login=self.broker.user,
-            passcode=self.broker.password,
-            version=StompSpec.VERSION_1_1,
-        )
-        client = Stomp(config)
-        headers = {"client-id": client_id} if client_id else {}
-        client.connect(headers=headers, versions=[StompSpec.VERSION_1_1], connectTimeout=10)
-        return client
+        return raw_stomp_client(self.broker, "1.1", client_id)
 
     def durable_backlog(
         self, client_id: str, topic: str, name: str, wait_s: float = 1.0, selector: str | None = None
@@ -167,19 +172,7 @@ class ArtemisProbe(BrokerProbe):
     bodies, which go back to the queue when it leaves (flagged redelivered, as any look by consuming)."""
 
     def _client(self) -> Any:
-        from stompest.config import StompConfig
-        from stompest.protocol import StompSpec
-        from stompest.sync import Stomp
-
-        config = StompConfig(
-            f"tcp://{self.broker.host}:{self.broker.port}",
-            login=self.broker.user,
-            passcode=self.broker.password,
-            version=StompSpec.VERSION_1_2,
-        )
-        client = Stomp(config)
-        client.connect(host="/", connectTimeout=10, connectedTimeout=10)
-        return client
+        return raw_stomp_client(self.broker)
 
     @staticmethod
     def _next(client: Any, command: str, within_s: float = 10.0) -> Any:
