@@ -27,7 +27,7 @@ from jmslike.conformance.brokers import (
     check_kind,
     launch,
 )
-from jmslike.conformance.suite.classify import ScenarioTimeout, Verdict, classify
+from jmslike.conformance.suite.classify import TABLE_EXPECTED, ScenarioTimeout, Verdict, classify
 from jmslike.conformance.suite.context import Context, Resources
 from jmslike.conformance.suite.expectations import expectation_for
 from jmslike.conformance.suite.model import (
@@ -92,6 +92,18 @@ class RunOptions:
 def planned_results(scenarios: Sequence[Scenario], modes: Sequence[str], brokers: int) -> int:
     per_broker = sum(len(modes) if s.info.per_mode else 1 for s in scenarios)
     return per_broker * brokers
+
+
+def stale_note(results: Sequence[ScenarioResult]) -> str | None:
+    """One run note for every pass the expectations table expected otherwise (each result keeps its own
+    note with the reason), instead of the same warning on each of them."""
+    passed = sorted({f"{r.id} ({r.broker})" for r in results if r.note.startswith(TABLE_EXPECTED)})
+    if not passed:
+        return None
+    return (
+        f"{len(passed)} scenario(s) passed on a broker where conformance/suite/expectations.py lists a deviation or refusal "
+        f"(pass*): {', '.join(passed)}. The table may be stale, or the behaviour intermittent (its reason says)."
+    )
 
 
 def _result(
@@ -175,6 +187,9 @@ class Runner:
                 self._run_broker(kind)
         finally:
             self.progress.end()
+        stale = stale_note(self.results)
+        if stale:
+            self.notes.append(stale)
         return RunReport(
             results=self.results,
             brokers=self.brokers,
