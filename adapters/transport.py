@@ -557,7 +557,12 @@ class StompWire:
             raise pending.error
 
     def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> _Pending:
-        """Send with a receipt, return at once; ``callback`` runs on the receiver thread when answered."""
+        """Send with a receipt, return at once; ``callback`` runs on the receiver thread when answered.
+
+        Exactly one outcome: either this raises and ``callback`` never runs, or it returns and ``callback``
+        runs once. A write that fails because the connection just died races the receiver thread, which
+        fails every pending receipt (``_fail_all``): if it took this one first, its ``callback`` reports
+        the loss and this returns normally (raising too would settle the send twice)."""
         self._check_usable(frame)
         receipt = self._next_receipt()
         pending = _Pending(frame, callback)
@@ -567,8 +572,9 @@ class StompWire:
             self._transmit(frame, receipt)
         except JMSException:
             with self._lock:
-                self._pending.pop(receipt, None)
-            raise
+                still_ours = self._pending.pop(receipt, None) is not None
+            if still_ours:
+                raise
         return pending
 
     def post(self, frame: Frame) -> None:
