@@ -1,9 +1,9 @@
 """ActiveMQ Artemis through jmslike, on a real broker: what the adapter adds on top of Artemis's STOMP.
 
-Artemis cannot run on every machine (no Debian package; the docker launcher needs a Docker engine), so these
-tests run only when asked for and reachable::
+Artemis cannot run on every machine (no Debian package: the process launcher needs ``ARTEMIS_HOME``), so
+these tests run only when asked for and reachable::
 
-    pytest tests/integration/test_artemis.py --broker artemis --broker-launcher docker
+    ARTEMIS_HOME=/path/to/artemis pytest tests/integration/test_artemis.py --broker artemis
     pytest tests/integration/test_artemis.py --broker artemis --broker-launcher external \\
         --broker-url artemis=artemis://USER:PASSWORD@HOST:61613
 
@@ -42,8 +42,8 @@ def broker(request: pytest.FixtureRequest, jmslike_broker_pool: Any) -> BrokerHa
     selected = [k.strip() for k in str(request.config.getoption("jmslike_brokers")).split(",")]
     if "artemis" not in selected:
         pytest.skip(
-            "Artemis not selected: run with --broker artemis --broker-launcher docker (needs a Docker engine) "
-            "or --broker-launcher external --broker-url artemis=artemis://HOST:61613"
+            "Artemis not selected: run with --broker artemis and ARTEMIS_HOME set (the process launcher), or "
+            "--broker-launcher external --broker-url artemis=artemis://HOST:61613"
         )
     try:
         handle: BrokerHandle = jmslike_broker_pool.get("artemis")
