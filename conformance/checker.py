@@ -719,6 +719,9 @@ def check(
         ),
         "lost": sum(v.invariant == "I1" for v in checker.violations),
         "receives": len(checker.receives),
+        # Deliveries of a message an endpoint had seen before (redeliveries, and duplicates if any).
+        "again_flagged": sum(bool(r.redelivered) for rs in checker.delivered().values() for r in rs[1:]),
+        "again_unflagged": sum(not r.redelivered for rs in checker.delivered().values() for r in rs[1:]),
         "faults": len(checker.faults),
     }
     if require_confirmed and sends and stats["acknowledged"] == 0:

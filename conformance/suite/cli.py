@@ -1,4 +1,5 @@
-"""The conformance CLI: ``python -m jmslike.conformance --brokers ... --modes ... --report DIR``.
+"""The conformance CLI: ``python -m jmslike.conformance --brokers ... --modes ... --report DIR``, and
+``python -m jmslike.conformance soak --brokers ... --kills N --report DIR`` (the SIGKILL soak, suite/soak.py).
 
 Parses options, selects scenarios, runs them through :class:`~.runner.Runner`, writes the four report
 files and sets the exit status: 1 when any scenario failed, 2 on bad usage, 0 otherwise (deviations,
@@ -19,9 +20,10 @@ from jmslike.conformance.brokers.external import urls_from_spec
 from jmslike.conformance.suite.expectations import stale_entries
 from jmslike.conformance.suite.model import CATEGORIES, MODES
 from jmslike.conformance.suite.progress import for_stream
-from jmslike.conformance.suite.registry import load_all, select
+from jmslike.conformance.suite.registry import Scenario, load_all, select
 from jmslike.conformance.suite.report_common import write_all
 from jmslike.conformance.suite.runner import Runner, RunOptions
+from jmslike.conformance.suite.soak import SOAK_ID, soak_scenario
 
 
 def _csv(value: str) -> list[str]:
@@ -87,8 +89,28 @@ def _run_log(directory: Path) -> logging.Handler:
     return handler
 
 
+def soak_parser(prog: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=f"{prog} soak",
+        description="SIGKILL each broker N times under load (sync and async producers, CLIENT_ACKNOWLEDGE and "
+        "transacted consumers, queues and durable subscriptions), then check every operation; fails on loss.",
+    )
+    p.add_argument(
+        "--brokers", default=",".join(default_kinds()[0]), help=f"comma list of {', '.join(KINDS)}"
+    )
+    p.add_argument("--kills", type=int, default=50, help="SIGKILLs per broker (default 50)")
+    p.add_argument("--report", metavar="DIR", required=True, help="directory for the report files")
+    p.add_argument("--broker-launcher", default="process", choices=LAUNCHERS, help="how brokers are run")
+    p.add_argument("--seed", type=int, help="random seed (printed; pass it again to replay)")
+    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return p
+
+
 def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     """``prog``: the name the help shows (``jmslike conformance`` when the ``jmslike`` command calls)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["soak"]:
+        return soak_main(argv[1:], prog or "python -m jmslike.conformance")
     args = (parser(prog) if prog else parser()).parse_args(argv)
     if args.verbose:  # otherwise the library log goes to DIR/run.log only, keeping the terminal readable
         logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
@@ -120,7 +142,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     if args.report is None:
         print("error: --report DIR is required (or use --list)", file=sys.stderr)
         return 2
-    stale = stale_entries({s.info.id for s in load_all()})
+    stale = stale_entries({s.info.id for s in load_all()} | {SOAK_ID})
     if stale:
         print(f"warning: expectations table entries for unknown scenarios: {stale}", file=sys.stderr)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
@@ -140,14 +162,41 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         quick=args.quick,
         filters={"only": list(args.only), "category": categories},
     )
+    return _run_and_report(scenarios, options, Path(args.report))
+
+
+def soak_main(argv: Sequence[str], prog: str) -> int:
+    args = soak_parser(prog).parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        brokers = tuple(dict.fromkeys(check_kind(k) for k in _csv(args.brokers)))
+        scenario = soak_scenario(args.kills)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 2**31)
+    print(f"jmslike soak: {args.kills} SIGKILLs per broker, brokers {','.join(brokers)}, seed {seed}")
+    options = RunOptions(
+        brokers=brokers,
+        modes=("kill",),
+        launcher=args.broker_launcher,
+        seed=seed,
+        filters={"only": [SOAK_ID]},
+    )
+    return _run_and_report([scenario], options, Path(args.report))
+
+
+def _run_and_report(scenarios: Sequence[Scenario], options: RunOptions, directory: Path) -> int:
     runner = Runner(scenarios, options, for_stream(sys.stdout))
-    log_handler = _run_log(Path(args.report))
+    seed = options.seed
+    log_handler = _run_log(directory)
     try:
         report = runner.run()
     finally:
         logging.getLogger().removeHandler(log_handler)
         log_handler.close()
-    paths = write_all(report, Path(args.report), runner.secrets)
+    paths = write_all(report, directory, runner.secrets)
     counts = report.counts()
     print(
         f"done in {report.wall_time_s:.1f}s: "

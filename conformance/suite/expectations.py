@@ -109,6 +109,10 @@ EXPECTATIONS: Final[dict[tuple[str, ...], Expectation]] = {
     ("faults.repeated-restarts-with-traffic", "rabbitmq", "kill"): Expectation(
         "deviation", _RABBIT_ACK_KILL, observed=frozenset({"I3 flagged"})
     ),
+    # The SIGKILL soak (suite/soak.py; not in the main job): the same class, nothing else.
+    ("faults.sigkill-soak", "rabbitmq", "kill"): Expectation(
+        "deviation", _RABBIT_ACK_KILL, observed=frozenset({"I3 flagged"})
+    ),
 }
 
 

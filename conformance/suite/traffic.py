@@ -3,7 +3,9 @@ operation recorded in a :class:`~jmslike.conformance.checker.OpLog` for the inva
 
 A producer sends numbered texts (a seeded mix of PERSISTENT and NON_PERSISTENT) to a queue and a topic;
 consumers (CLIENT_ACKNOWLEDGE, one per endpoint: the queue, a durable subscription) receive, log and
-acknowledge each message. Connections are opened on the caller's thread (so a restart scenario's setup
+acknowledge each message. With ``soak=True`` (the SIGKILL soak) there is also an asynchronous producer
+(CompletionListener) and a second queue and durable subscription read by transacted consumers, which
+commit every message. Connections are opened on the caller's thread (so a restart scenario's setup
 owns them) with ``reconnect=true``; the threads only use them. Waiting is on events with deadlines.
 """
 
@@ -20,10 +22,12 @@ from jmslike import (
     ConnectionLostException,
     DeliveryMode,
     JMSException,
+    Message,
     MessageConsumer,
     Session,
+    TransactionRolledBackException,
 )
-from jmslike.conformance.checker import CheckResult, InvariantViolation, OpLog, check
+from jmslike.conformance.checker import CheckResult, InvariantViolation, OpLog, PendingOp, check
 from jmslike.conformance.proxy import FaultProxy
 from jmslike.conformance.suite.context import Context
 from jmslike.conformance.suite.helpers import QUIET_MS
@@ -68,8 +72,11 @@ class Producer(threading.Thread):
         via: FaultProxy | None = None,
         keep: bool = False,
         name: str = "producer",
+        asynchronous: bool = False,
     ) -> None:
         super().__init__(name=f"traffic-{name}", daemon=True)
+        self.asynchronous = asynchronous
+        self._lock = threading.Lock()
         self.oplog = oplog
         self.destinations = destinations
         self.count = count
@@ -99,17 +106,38 @@ class Producer(threading.Thread):
             message = self.session.createTextMessage(f"{self.process}:{seq}")
             mode = self.modes[seq]
             op = self.oplog.invoke("send", self.process, destination=target, seq=seq, mode=mode, priority=4)
+            listener = _Completion(self, op) if self.asynchronous else None
             try:
-                self.producer.send(destination, message, mode, 4, 0)
+                self.producer.send(destination, message, mode, 4, 0, completionListener=listener)
             except (ConnectionLostException, TimeoutError) as exc:
                 op.unknown(exc, message_ids=(message.getJMSMessageID() or "",))
             except JMSException as exc:
                 op.unknown(exc, message_ids=(message.getJMSMessageID() or "",))
                 self.errors.append(str(exc))
             else:
-                op.ok(message_ids=(message.getJMSMessageID() or "",))
-                self.sent += 1
+                if listener is None:
+                    self.confirmed(op, message)
             pause.wait(self.interval_s)
+
+    def confirmed(self, op: PendingOp, message: Message) -> None:
+        op.ok(message_ids=(message.getJMSMessageID() or "",))
+        with self._lock:  # the completion thread and this one
+            self.sent += 1
+
+
+class _Completion:
+    """The CompletionListener of one asynchronous send: its outcome completes the logged operation. A send
+    that fails asynchronously is in doubt (the broker may have stored it before the error or loss)."""
+
+    def __init__(self, producer: Producer, op: PendingOp) -> None:
+        self._producer = producer
+        self._op = op
+
+    def onCompletion(self, message: Message) -> None:
+        self._producer.confirmed(self._op, message)
+
+    def onException(self, message: Message, exception: JMSException) -> None:
+        self._op.unknown(exception, message_ids=(message.getJMSMessageID() or "",))
 
 
 class Consumer(threading.Thread):
@@ -122,13 +150,20 @@ class Consumer(threading.Thread):
         via: FaultProxy | None = None,
         keep: bool = False,
         name: str = "consumer",
+        transacted: bool = False,
     ) -> None:
         super().__init__(name=f"traffic-{name}", daemon=True)
         self.oplog = oplog
         self.endpoint = endpoint
         self.process = name
+        self.transacted = transacted
+        self._transactions = 0
         self.connection = ctx.connect(endpoint.client_id, via=via, keep=keep, options=RECONNECT)
-        self.session = self.connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+        self.session = (
+            self.connection.createSession(True, Session.SESSION_TRANSACTED)
+            if transacted
+            else self.connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
+        )
         self.consumer: MessageConsumer = self._subscribe()
         self.stop_event = threading.Event()
         self.last_receive = time.monotonic()
@@ -164,6 +199,10 @@ class Consumer(threading.Thread):
             if message is None:
                 continue
             message_id = message.getJMSMessageID() or ""
+            transaction = None
+            if self.transacted:
+                self._transactions += 1
+                transaction = f"{self.process}-tx{self._transactions}"
             self.oplog.record(
                 "receive",
                 self.process,
@@ -171,9 +210,13 @@ class Consumer(threading.Thread):
                 destination=self.endpoint.destination,
                 message_ids=(message_id,),
                 redelivered=message.getJMSRedelivered(),
+                transaction=transaction,
             )
             self.received += 1
             self.last_receive = time.monotonic()
+            if transaction is not None:
+                self._commit(transaction)
+                continue
             op = self.oplog.invoke("ack", self.process, endpoint=self.endpoint.id, message_ids=(message_id,))
             try:
                 message.acknowledge()
@@ -181,6 +224,19 @@ class Consumer(threading.Thread):
                 op.unknown(exc)
             else:
                 op.ok()
+
+    def _commit(self, transaction: str) -> None:
+        """Commit the one message received in ``transaction``: rolled back means it comes back (not
+        acknowledged), any other failure leaves the outcome in doubt (JMS: the commit may have happened)."""
+        op = self.oplog.invoke("commit", self.process, transaction=transaction)
+        try:
+            self.session.commit()
+        except TransactionRolledBackException as exc:
+            op.fail(exc)
+        except JMSException as exc:
+            op.unknown(exc)
+        else:
+            op.ok()
 
     def stop(self) -> None:
         self.stop_event.set()
@@ -191,9 +247,9 @@ class Consumer(threading.Thread):
             log.debug("closing consumer connection failed", exc_info=True)
 
 
-def sent_at_least(producer: Producer, count: int) -> Callable[[], bool]:
-    """A predicate for ``wait_until``: the producer has confirmed at least ``count`` sends."""
-    return lambda: producer.sent >= count
+def sent_at_least(source: Producer | Traffic, count: int) -> Callable[[], bool]:
+    """A predicate for ``wait_until``: the producer (or all of a traffic's) confirmed ``count`` sends."""
+    return lambda: source.sent >= count
 
 
 class Traffic:
@@ -209,6 +265,7 @@ class Traffic:
         via: FaultProxy | None = None,
         keep: bool = False,
         max_ops: int = 20_000,
+        soak: bool = False,
     ) -> None:
         self.seed = ctx.seed
         rng = random.Random(f"{ctx.seed}:{ctx.scenario_id}:{ctx.kind}:{ctx.mode}")
@@ -221,38 +278,64 @@ class Traffic:
             Endpoint(f"queue://{self.queue}", f"queue://{self.queue}"),
             Endpoint(f"durable://{cid}/{sub}", f"topic://{self.topic}", cid, sub),
         ]
+        transacted = [False, False]
+        if soak:  # a second queue, a second durable subscription: read in transactions
+            tx_queue, tx_cid, tx_sub = ctx.name("txq"), ctx.client_id("txdur"), ctx.name("txsub")
+            self.endpoints += [
+                Endpoint(f"queue://{tx_queue}", f"queue://{tx_queue}"),
+                Endpoint(f"durable://{tx_cid}/{tx_sub}", f"topic://{self.topic}", tx_cid, tx_sub),
+            ]
+            transacted += [True, True]
         self.consumers = [
-            Consumer(ctx, self.oplog, e, via=via, keep=keep, name=f"consumer-{i}")
-            for i, e in enumerate(self.endpoints)
+            Consumer(ctx, self.oplog, e, via=via, keep=keep, name=f"consumer-{i}", transacted=tx)
+            for i, (e, tx) in enumerate(zip(self.endpoints, transacted, strict=True))
         ]
-        self.producer = Producer(
-            ctx,
-            self.oplog,
-            [e.destination for e in self.endpoints],
-            count,
-            interval_s=interval_s,
-            non_persistent_ratio=non_persistent_ratio,
-            rng=rng,
-            via=via,
-            keep=keep,
-        )
+        destinations = list(dict.fromkeys(e.destination for e in self.endpoints))
+        self.producers = [
+            Producer(
+                ctx,
+                self.oplog,
+                destinations,
+                count,
+                interval_s=interval_s,
+                non_persistent_ratio=non_persistent_ratio,
+                rng=rng,
+                via=via,
+                keep=keep,
+                name=name,
+                asynchronous=name == "async-producer",
+            )
+            for name in (["producer", "async-producer"] if soak else ["producer"])
+        ]
+        self.producer = self.producers[0]
 
     def start(self) -> None:
         for consumer in self.consumers:
             consumer.start()
-        self.producer.start()
+        for producer in self.producers:
+            producer.start()
+
+    @property
+    def sent(self) -> int:
+        """Sends confirmed by every producer so far."""
+        return sum(p.sent for p in self.producers)
+
+    def stop_producers(self) -> None:
+        for producer in self.producers:
+            producer.stop_event.set()
 
     def finish(self, ctx: Context, timeout_s: float = 45.0, quiet_s: float = 1.5) -> None:
         """Wait for the producer, then for the consumers to go quiet; stop them; drain what is left with
         fresh connections (logged too)."""
         deadline = time.monotonic() + timeout_s
-        self.producer.join(max(0.0, deadline - time.monotonic()))
+        for producer in self.producers:
+            producer.join(max(0.0, deadline - time.monotonic()))
         pause = threading.Event()
         while time.monotonic() < deadline:
             if all(time.monotonic() - c.last_receive >= quiet_s for c in self.consumers):
                 break
             pause.wait(0.1)
-        self.producer.stop_event.set()
+        self.stop_producers()
         for consumer in self.consumers:
             consumer.stop()
         for endpoint in self.endpoints:
@@ -291,9 +374,12 @@ class Traffic:
         options.setdefault("require_confirmed", True)
         return check(self.oplog, **options)  # type: ignore[arg-type]
 
-    def assert_clean(self, what: str, **options: float | bool) -> CheckResult:
-        result = self.check(**options)
-        sent = self.producer.sent
+    def assert_clean(
+        self, what: str, result: CheckResult | None = None, **options: float | bool
+    ) -> CheckResult:
+        """Raise InvariantViolation unless the check (``result``, or a fresh one with ``options``) passed."""
+        result = result if result is not None else self.check(**options)
+        sent = self.sent
         assert sent > 0, f"{what}: the producer sent nothing (seed {self.seed})"
         if not result.ok:
             raise InvariantViolation(

@@ -38,3 +38,23 @@ def test_subcommand_help_names_the_jmslike_command(capsys: pytest.CaptureFixture
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert f"usage: {prog}" in capsys.readouterr().out
+
+
+def test_soak_is_a_conformance_subcommand_that_refuses_no_kills(
+    capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["conformance", "soak", "--help"])
+    out = capsys.readouterr().out
+    assert "usage: jmslike conformance soak" in out and "--kills" in out
+    assert main(["conformance", "soak", "--kills", "0", "--report", str(tmp_path)]) == 2
+    assert "--kills must be at least 1" in capsys.readouterr().err
+
+
+def test_soak_scenario_runs_in_kill_mode_outside_the_main_job() -> None:
+    from jmslike.conformance.suite.registry import load_all
+    from jmslike.conformance.suite.soak import SOAK_ID, soak_scenario
+
+    soak = soak_scenario(5)
+    assert soak.info.id == SOAK_ID and soak.info.per_mode and soak.info.timeout_s >= 5 * 20
+    assert SOAK_ID not in {s.info.id for s in load_all()}
