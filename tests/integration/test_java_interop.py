@@ -22,10 +22,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from java_interop_support import java_peer
+from java_interop_support import java_peer, use_private_broker
 from java_interop_support import props as java_props
 
-import jmslike.conformance.plugin as jmslike_plugin
 from jmslike import (
     BytesMessage,
     Connection,
@@ -105,15 +104,7 @@ def broker(
     openwire_broker: tuple[BrokerHandle, str, str | None], request: pytest.FixtureRequest
 ) -> BrokerHandle:
     """Overrides the plugin's shared broker: conftest's ``connect`` then uses the OpenWire-enabled one."""
-    handle = openwire_broker[0]
-    if not handle.is_running():
-        handle.start()
-    # Have the plugin attach this broker's log tail to failure reports, as it does for its own brokers
-    # (a private helper today, hence the getattr: losing it must not break the tests).
-    remember = getattr(jmslike_plugin, "_remember", None)
-    if remember is not None and isinstance(request.node, pytest.Item):
-        remember(request.node, handle)
-    return handle
+    return use_private_broker(openwire_broker[0], request)
 
 
 @pytest.fixture

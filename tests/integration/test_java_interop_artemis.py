@@ -16,10 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from java_interop_support import java_peer
+from java_interop_support import java_peer, use_private_broker
 from java_interop_support import props as java_props
 
-import jmslike.conformance.plugin as jmslike_plugin
 from jmslike import (
     BytesMessage,
     Connection,
@@ -89,13 +88,7 @@ def core_broker(artemis_java: Any) -> Iterator[tuple[BrokerHandle, str]]:
 @pytest.fixture
 def broker(core_broker: tuple[BrokerHandle, str], request: pytest.FixtureRequest) -> BrokerHandle:
     """Overrides the plugin's shared broker: conftest's ``connect`` then uses the one with a CORE acceptor."""
-    handle = core_broker[0]
-    if not handle.is_running():
-        handle.start()
-    remember = getattr(jmslike_plugin, "_remember", None)
-    if remember is not None and isinstance(request.node, pytest.Item):
-        remember(request.node, handle)
-    return handle
+    return use_private_broker(core_broker[0], request)
 
 
 @pytest.fixture
