@@ -6,6 +6,10 @@ Owns two commands, for people setting up a machine or poking at a broker by hand
   to install / which launcher to use.
 * ``run KIND`` -- start one broker in the foreground, print its URL and account, stop it on Ctrl-C or
   SIGTERM (nothing is left running).
+* ``images [KIND...]`` -- build the local broker images the docker launcher runs on the host network
+  (:mod:`.images`; cached, ``--rebuild`` forces).
+* ``cleanup`` -- remove containers, volumes and directories of docker runs whose process is gone
+  (``--all``: every one of ours).
 """
 
 from __future__ import annotations
@@ -36,7 +40,46 @@ def _parser(prog: str = "python -m jmslike.conformance.brokers") -> argparse.Arg
     p_run.add_argument("--port", type=int, help="STOMP port (default: a free one)")
     p_run.add_argument("--data-dir", help="keep data here (default: a temp dir removed at exit)")
     p_run.add_argument("--url", help="broker URL (external launcher)")
+
+    p_images = sub.add_parser(
+        "images", help="build local broker images from Debian packages (docker launcher)"
+    )
+    # No `choices`: argparse rejects an empty list against them; check_kind says what is valid instead.
+    p_images.add_argument("kinds", nargs="*", metavar="KIND", help=f"default: all ({', '.join(KINDS)})")
+    p_images.add_argument("--rebuild", action="store_true", help="build even when the image is present")
+
+    p_cleanup = sub.add_parser("cleanup", help="remove what crashed docker runs left behind")
+    p_cleanup.add_argument("--all", action="store_true", help="also what live runs own")
     return parser
+
+
+def _images(args: argparse.Namespace) -> int:
+    from jmslike.conformance.brokers.docker import docker_client
+    from jmslike.conformance.brokers.images import build_images
+
+    try:
+        kinds = [check_kind(k) for k in args.kinds] or list(KINDS)
+        client = docker_client()
+        built = build_images(client, kinds, log=lambda line: print(line, flush=True), rebuild=args.rebuild)
+    except (BrokerError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    missing = [k for k in args.kinds if k not in built]
+    return 1 if missing else 0
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    from jmslike.conformance.brokers.docker import docker_client, remove_leftovers
+
+    try:
+        removed = remove_leftovers(docker_client(), everything=args.all)
+    except BrokerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    for what in removed:
+        print(f"removed {what}")
+    print(f"{len(removed)} removed")
+    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -89,6 +132,10 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         for message in messages:
             print(message)
         return 0 if ok else 1
+    if args.command == "images":
+        return _images(args)
+    if args.command == "cleanup":
+        return _cleanup(args)
     return _run(args)
 
 

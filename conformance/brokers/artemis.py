@@ -90,6 +90,15 @@ def configure_profile(text: str, heap_mb: int) -> str:
     return configured
 
 
+def configure_instance(instance: Path, *, stomp_port: int, core_port: int | None, heap_mb: int) -> None:
+    """Point an instance made by ``artemis create`` at its loopback ports and heap (before every start: both
+    edits are idempotent). The process launcher and the docker launcher's host-network mode share it."""
+    broker_xml = instance / "etc" / "broker.xml"
+    broker_xml.write_text(configure_broker_xml(broker_xml.read_text(), LOOPBACK, stomp_port, core_port))
+    profile = instance / "etc" / "artemis.profile"
+    profile.write_text(configure_profile(profile.read_text(), heap_mb))
+
+
 class ArtemisBroker(LocalBroker):
     """``launch("artemis")``: a private Artemis instance from ``ARTEMIS_HOME`` (see the module docstring)."""
 
@@ -140,12 +149,9 @@ class ArtemisBroker(LocalBroker):
     def _prepare(self) -> None:
         if not (self.instance / "etc" / "broker.xml").is_file():
             self._create_instance()
-        broker_xml = self.instance / "etc" / "broker.xml"
-        broker_xml.write_text(
-            configure_broker_xml(broker_xml.read_text(), LOOPBACK, self.port, self.core_port)
+        configure_instance(
+            self.instance, stomp_port=self.port, core_port=self.core_port, heap_mb=self.heap_mb
         )
-        profile = self.instance / "etc" / "artemis.profile"
-        profile.write_text(configure_profile(profile.read_text(), self.heap_mb))
 
     def _create_instance(self) -> None:
         """``artemis create`` with the handle's account (a test account: ``artemis create`` takes it only as

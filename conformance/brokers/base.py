@@ -135,6 +135,12 @@ class BrokerHandle(abc.ABC):
         return f"http://{self.host}:{self.management_port}"
 
     @property
+    def launcher_detail(self) -> str:
+        """How the launcher runs this broker beyond its name, for reports (docker: the image); "" when nothing
+        more is worth saying."""
+        return ""
+
+    @property
     def pid(self) -> int | None:
         """Process id of the broker process itself (JVM, Erlang VM) when it runs locally, else None."""
         return None

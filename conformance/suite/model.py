@@ -105,9 +105,16 @@ class BrokerInfo:
     server: str = ""
     url: str = ""
     reason: str = ""
+    #: How the launcher ran it beyond its name (docker: the image and network), "" when nothing more to say.
+    launcher_detail: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def launched(self) -> str:
+        """The launcher as reports show it, e.g. ``docker (image jmslike/activemq:..., host network)``."""
+        return f"{self.launcher} ({self.launcher_detail})" if self.launcher_detail else self.launcher
 
 
 @dataclass

@@ -112,7 +112,7 @@ def render(report: RunReport) -> str:
         '<section id="brokers"><h2>Brokers</h2><table><thead><tr><th>broker</th><th>launcher</th>'
         "<th>status</th><th>server</th><th>note</th></tr></thead><tbody>",
         *(
-            f'<tr data-broker="{_e(b.kind)}"><td>{_e(b.kind)}</td><td>{_e(b.launcher)}</td><td>{_e(b.status)}</td>'
+            f'<tr data-broker="{_e(b.kind)}"><td>{_e(b.kind)}</td><td>{_e(b.launched)}</td><td>{_e(b.status)}</td>'
             f"<td>{_e(b.server)}</td><td>{_e(b.reason)}</td></tr>"
             for b in report.brokers
         ),

@@ -36,7 +36,7 @@ def render(report: RunReport) -> str:
         "| broker | launcher | status | server | note |",
         "|---|---|---|---|---|",
         *(
-            f"| {b.kind} | {b.launcher} | {b.status} | {_cell(b.server)} | {_cell(b.reason)} |"
+            f"| {b.kind} | {_cell(b.launched)} | {b.status} | {_cell(b.server)} | {_cell(b.reason)} |"
             for b in report.brokers
         ),
         "",

@@ -239,6 +239,7 @@ class Runner:
             return
         self.secrets.add(broker.password)
         info.url = broker.url
+        info.launcher_detail = broker.launcher_detail
         try:
             info.server = self._server(broker)
             self.progress.message(f"{kind}: {info.server or 'server header not sent'} at {broker.url}")

@@ -28,8 +28,18 @@ from jmslike.conformance.brokers.activemq import (
     render_log4j_properties,
     stomp_uri,
 )
-from jmslike.conformance.brokers.docker import CONTAINER_DATA_DIRS, DockerBroker, container_spec
+from jmslike.conformance.brokers.docker import (
+    CONTAINER_DATA_DIRS,
+    HOST_DIR_LABEL,
+    DockerBroker,
+    Network,
+    choose_image,
+    container_spec,
+    host_container_spec,
+)
+from jmslike.conformance.brokers.docker_layout import host_layout
 from jmslike.conformance.brokers.external import ExternalBroker, parse_broker_url, urls_from_spec
+from jmslike.conformance.brokers.images import dockerfile, image_tag
 from jmslike.conformance.brokers.install import ARTEMIS_MESSAGE, Facts, plan_install
 from jmslike.conformance.brokers.rabbitmq import (
     RabbitMQBroker,
@@ -234,7 +244,93 @@ def test_docker_handle_without_engine_is_inert() -> None:
     broker = DockerBroker("rabbitmq", port=40000)
     assert broker.url == "rabbitmq://127.0.0.1:40000"
     assert not broker.is_running()
-    assert broker.volume in broker.spec.volumes
+    assert broker.spec is None and broker.image is None  # chosen at the first start, with the engine
+    assert broker.launcher_detail == ""
+    broker.close()  # nothing was created: nothing to remove, no engine needed
+
+
+@pytest.mark.parametrize(
+    ("image", "network", "local", "expected"),
+    [
+        (None, None, "jmslike/activemq:abc", ("jmslike/activemq:abc", "host")),
+        (None, None, None, ("apache/activemq-classic:latest", "bridge")),
+        ("my/amq:1", None, "jmslike/activemq:abc", ("my/amq:1", "bridge")),
+        (None, "bridge", "jmslike/activemq:abc", ("jmslike/activemq:abc", "bridge")),
+        ("my/amq:1", "host", None, ("my/amq:1", "host")),
+    ],
+)
+def test_choose_image(
+    image: str | None, network: Network | None, local: str | None, expected: object
+) -> None:
+    assert choose_image("activemq", image=image, network=network, local=local) == expected
+
+
+def test_activemq_host_layout_is_the_process_launchers_config_with_xstream() -> None:
+    layout = host_layout(
+        "activemq", stomp_port=41000, ports={}, user="u", password="p", node_name="n@localhost"
+    )
+    root = ET.fromstring(layout.files["conf/activemq.xml"])
+    connectors = root.findall(f"{AMQ}broker/{AMQ}transportConnectors/{AMQ}transportConnector")
+    assert [c.get("uri") for c in connectors] == ["stomp://127.0.0.1:41000?transport.closeAsync=false"]
+    assert layout.data_path == "/jmslike/data"
+    assert layout.binds == {"conf": ("/jmslike/conf", "ro")}
+    classpath = next(arg for arg in layout.command if arg.startswith("-Dactivemq.classpath="))
+    assert "xstream.jar" in classpath and "jettison.jar" in classpath
+    assert layout.command[0] == "java" and layout.command[-1] == "xbean:file:/jmslike/conf/activemq.xml"
+
+
+def test_rabbitmq_host_layout_uses_private_ports_and_hides_the_account() -> None:
+    ports = {"amqp": 1, "management": 2, "erlang distribution": 3, "epmd": 4}
+    layout = host_layout(
+        "rabbitmq", stomp_port=5, ports=ports, user="bob", password="s3cret", node_name="n@localhost"
+    )
+    conf = layout.files["conf/rabbitmq.conf"]
+    assert "stomp.listeners.tcp.1 = 127.0.0.1:5" in conf and "management.tcp.port = 2" in conf
+    assert "default_user = bob" in conf and "default_pass = s3cret" in conf
+    assert layout.environment["ERL_EPMD_PORT"] == "4" and layout.environment["RABBITMQ_DIST_PORT"] == "3"
+    assert layout.data_path == "/jmslike/mnesia"
+    assert "s3cret" not in repr(layout)
+    guest = host_layout(
+        "rabbitmq", stomp_port=5, ports=ports, user="guest", password="guest", node_name="n@x"
+    )
+    assert "default_user" not in guest.files["conf/rabbitmq.conf"]
+
+
+def test_artemis_host_layout_creates_the_instance_once_in_a_mount() -> None:
+    layout = host_layout("artemis", stomp_port=5, ports={}, user="a", password="pw-1", node_name="n")
+    assert layout.setup_command is not None and layout.setup_command[1] == "create"
+    assert layout.binds == {"instance": ("/jmslike/instance", "rw")}
+    assert layout.data_path == "/jmslike/instance/data"
+    assert "pw-1" not in repr(layout)
+
+
+def test_host_container_spec_mounts_volume_and_host_dirs_without_port_bindings(tmp_path: Path) -> None:
+    layout = host_layout("activemq", stomp_port=41000, ports={}, user="u", password="p", node_name="n")
+    spec = host_container_spec(
+        layout, image="jmslike/activemq:abc", name="c", volume="vol", host_dir=tmp_path, labels={"l": "1"}
+    )
+    kwargs = spec.run_kwargs()
+    assert kwargs["network_mode"] == "host" and "ports" not in kwargs and "hostname" not in kwargs
+    assert kwargs["volumes"] == {
+        "vol": {"bind": "/jmslike/data", "mode": "rw"},
+        str(tmp_path / "conf"): {"bind": "/jmslike/conf", "mode": "ro"},
+    }
+    assert kwargs["labels"]["l"] == "1" and kwargs["labels"][HOST_DIR_LABEL] == str(tmp_path)
+
+
+def test_image_tags_follow_the_recipe(tmp_path: Path) -> None:
+    assert image_tag("activemq") == image_tag("activemq")
+    assert image_tag("activemq") != image_tag("rabbitmq")
+    assert image_tag("activemq").startswith("jmslike/activemq:")
+    assert "Debian" in dockerfile("rabbitmq") and "ARG BASE" in dockerfile("artemis")
+    home = tmp_path / "artemis"
+    (home / "lib").mkdir(parents=True)
+    (home / "lib" / "artemis-server-1.jar").write_bytes(b"x")
+    first = image_tag("artemis", home)
+    (home / "lib" / "artemis-server-1.jar").write_bytes(b"xy")  # another Artemis: another image
+    assert image_tag("artemis", home) != first
+    with pytest.raises(LauncherUnavailableError):
+        image_tag("artemis", None)
 
 
 # -- external ----------------------------------------------------------------------------------------
