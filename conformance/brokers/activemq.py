@@ -20,6 +20,7 @@ Owns everything specific to running ActiveMQ Classic from an installed distribut
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,8 @@ from jmslike.conformance.brokers.base import DEFAULT_CREDENTIALS, BrokerNotInsta
 from jmslike.conformance.brokers.ports import LOOPBACK, free_port
 from jmslike.conformance.brokers.process import BrokerProcess, LocalBroker, RunAs
 from jmslike.conformance.brokers.tls import TLSMaterial
+
+logger = logging.getLogger(__name__)
 
 #: Where an ActiveMQ distribution is looked for when neither an argument nor $ACTIVEMQ_HOME says.
 DEFAULT_HOMES: Final = ("/usr/share/activemq", "/opt/activemq", "/opt/apache-activemq")
@@ -377,10 +380,12 @@ class ActiveMQBroker(LocalBroker):
     ``users=(...)``, ``plugins_xml=...``); ``port`` and ``data_dir`` default to a free port and a
     temp dir, both kept across restarts.
 
-    ``xstream=True`` puts XStream, Jettison and XPP3 from :data:`XSTREAM_JAR_DIR` on the broker classpath
-    (``-Dactivemq.classpath``, so do not pass that property in ``jvm_args`` as well): needed for STOMP
-    clients that ask for a ``transformation`` (jmslike's ``activemq_map_transformation``), which a broker
-    without XStream answers by dropping the connection. Missing jars raise BrokerNotInstalledError at start.
+    XStream, Jettison and XPP3 from :data:`XSTREAM_JAR_DIR` go on the broker classpath (``-Dactivemq.classpath``,
+    so do not pass that property in ``jvm_args`` as well) whenever they are installed, as users run ActiveMQ:
+    STOMP clients that ask for a ``transformation`` (jmslike's ``activemq_map_transformation``, MapMessages with
+    Java peers) need them, and a broker without XStream answers such a client by dropping the connection.
+    ``xstream=True`` demands them (missing jars raise BrokerNotInstalledError at start); ``xstream=False`` leaves
+    them out.
     """
 
     start_timeout_s = 60.0
@@ -394,7 +399,7 @@ class ActiveMQBroker(LocalBroker):
         java: str | None = None,
         heap_mb: int = 512,
         jvm_args: Sequence[str] = (),
-        xstream: bool = False,
+        xstream: bool | None = None,
         user: str | None = None,
         password: str | None = None,
         start_timeout_s: float | None = None,
@@ -436,7 +441,14 @@ class ActiveMQBroker(LocalBroker):
     def _check_installation(self) -> None:
         self._home = find_activemq_home(self._home_arg)
         self._java = find_java(self._java_arg)
-        self._xstream_jars = find_xstream_jars() if self.xstream else []
+        self._xstream_jars = []
+        if self.xstream is not False:
+            try:
+                self._xstream_jars = find_xstream_jars()
+            except BrokerNotInstalledError:
+                if self.xstream:
+                    raise
+                logger.info("activemq: XStream is not installed; STOMP transformations will be refused")
 
     @property
     def tls_port(self) -> int | None:

@@ -185,6 +185,9 @@ def render_enabled_plugins(config: RabbitMQConfig) -> str:
     return "[" + ",".join(enabled_plugins(config)) + "].\n"
 
 
+_DIST_ON_LOOPBACK: Final = "-kernel inet_dist_use_interface {" + LOOPBACK.replace(".", ",") + "}"
+
+
 def rabbitmq_environment(
     *, base_dir: Path, node_name: str, dist_port: int, epmd_port: int, amqp_port: int
 ) -> dict[str, str]:
@@ -207,6 +210,10 @@ def rabbitmq_environment(
         "RABBITMQ_PID_FILE": str(base_dir / "rabbit.pid"),
         "ERL_EPMD_PORT": str(epmd_port),
         "ERL_EPMD_ADDRESS": LOOPBACK,
+        # Erlang distribution listens on every interface unless told otherwise (seen: 0.0.0.0 on the dist port);
+        # the node and rabbitmqctl's own node stay on loopback like every other port of ours.
+        "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": _DIST_ON_LOOPBACK,
+        "RABBITMQ_CTL_ERL_ARGS": _DIST_ON_LOOPBACK,
         "ERL_CRASH_DUMP": str(log / "erl_crash.dump"),
         "LC_ALL": "C.UTF-8",
         "LANG": "C.UTF-8",

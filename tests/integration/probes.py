@@ -13,6 +13,7 @@ import base64
 import json
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from jmslike.adapters.rabbitmq import durable_prefix
@@ -139,3 +140,22 @@ def _artemis_backlog(broker: Any, client_id: str, topic: str, name: str) -> list
     from jmslike.conformance.suite.probe import ArtemisProbe
 
     return ArtemisProbe(broker).backlog(client_id, topic, name)
+
+
+#: How /proc/net/tcp{,6} spell loopback listeners: 127.0.0.1, ::ffff:127.0.0.1 (Java's dual stack), ::1.
+LOOPBACK_LISTENERS = frozenset(
+    {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
+)
+
+
+def listening_addresses(port: int) -> set[str]:
+    """Local addresses (as /proc/net/tcp spells them) with a TCP socket listening on ``port``, IPv4 and IPv6:
+    the kernel's word, not the broker's, on where it accepts connections."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, port_hex = fields[1].rsplit(":", 1)
+            if int(port_hex, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                found.add(address)
+    return found

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from probes import LOOPBACK_LISTENERS, listening_addresses
 from stompest.config import StompConfig
 from stompest.protocol import StompSpec
 from stompest.sync import Stomp
@@ -237,6 +238,20 @@ def test_broker_is_up(broker: BrokerHandle, broker_kind: BrokerKind, unique_name
     send(broker, unique_name, [("hello", True)])
     assert receive(broker, unique_name, expected=1) == ["hello"]
     assert broker.logs().strip()
+
+
+def test_broker_listens_on_loopback_only(broker: BrokerHandle) -> None:
+    """Every port a launched broker listens on is on loopback (test traffic never leaves the machine)."""
+    if broker.launcher == "external":
+        pytest.skip("an external broker listens where its owner put it")
+    ports = {broker.port, *getattr(broker, "extra_ports", {}).values()}
+    for attribute in ("amqp_port", "dist_port", "epmd_port", "management_port", "core_port", "tls_port"):
+        port = getattr(broker, attribute, None)
+        if isinstance(port, int):
+            ports.add(port)
+    for port in sorted(ports):
+        addresses = listening_addresses(port)
+        assert addresses and addresses <= LOOPBACK_LISTENERS, (port, addresses)
 
 
 def test_rabbitmq_management_api(broker: BrokerHandle, broker_kind: BrokerKind) -> None:
