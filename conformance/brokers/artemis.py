@@ -33,7 +33,8 @@ from jmslike.conformance.brokers.process import BrokerProcess, LocalBroker, RunA
 ARTEMIS_HOME_ENV: Final = "ARTEMIS_HOME"
 ARTEMIS_HOME_REASON: Final = (
     "artemis: ARTEMIS_HOME is not set; point it at an unpacked ActiveMQ Artemis distribution (the directory "
-    "with bin/artemis and lib/) to run Artemis here, or use --broker-launcher docker or external"
+    "with bin/artemis and lib/) to run Artemis here (the docker launcher's local image is built from it too), "
+    "or use --broker-launcher external, or docker on an engine that can pull apache/activemq-artemis"
 )
 # The acceptors `artemis create` writes besides STOMP: not needed by jmslike, and each would take a port.
 _OTHER_ACCEPTORS: Final = re.compile(r'\s*<acceptor name="(?!stomp")[^"]*">.*?</acceptor>', re.S)

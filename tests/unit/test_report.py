@@ -49,7 +49,13 @@ def report() -> RunReport:
             BrokerInfo(
                 "activemq", "process", "ran", "ActiveMQ/5.17.2", f"activemq://admin:{SECRET}@127.0.0.1:1"
             ),
-            BrokerInfo("rabbitmq", "process", "skipped", reason="no adapter"),
+            BrokerInfo(
+                "rabbitmq",
+                "docker",
+                "skipped",
+                reason="no adapter",
+                launcher_detail="image jmslike/r:1, host network",
+            ),
         ],
         modes=("graceful", "kill"),
         seed=42,
@@ -134,6 +140,8 @@ def test_markdown_has_the_matrix(written: Path) -> None:
     )
     assert "| `durable.b` | durable | MUST |  | pass | **FAIL** |" in text
     assert "broker drops the flag" in text
+    assert "| rabbitmq | docker (image jmslike/r:1, host network) | skipped |" in text
+    assert "<td>docker (image jmslike/r:1, host network)</td>" in (written / "report.html").read_text()
 
 
 def test_html_has_matrix_filters_and_no_credentials(written: Path) -> None:
