@@ -85,6 +85,11 @@ def classify(error: BaseException | None, expectation: Expectation) -> Verdict:
                     "fail",
                     detail=f"the deviation covers only {sorted(expectation.observed)}; also seen: {outside}: {observed}",
                 )
+        if expected == "deviation" and expectation.assertion and expectation.assertion not in str(error):
+            return Verdict(
+                "fail",
+                detail=f"the deviation covers only failures saying {expectation.assertion!r}: {observed}",
+            )
         if expected == "deviation":
             return Verdict("deviation", detail=f"{expectation.reason} -- observed: {observed}")
         if expected == "unsupported":

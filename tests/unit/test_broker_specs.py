@@ -378,7 +378,9 @@ def test_artemis_process_launcher_is_unavailable_without_artemis_home(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("ARTEMIS_HOME", raising=False)
-    with pytest.raises(LauncherUnavailableError, match=r"ARTEMIS_HOME is not set.*docker or external"):
+    with pytest.raises(
+        LauncherUnavailableError, match=r"ARTEMIS_HOME is not set.*--broker-launcher external"
+    ):
         create("artemis")
 
 

@@ -175,6 +175,14 @@ def test_outcome_rules_of_the_expectations_table() -> None:
     assert classify(AssertionError("lost"), deviating).outcome == "deviation"
     unexpected = classify(AssertionError("lost"), passing)
     assert unexpected.outcome == "fail" and "unexpected deviation" in unexpected.detail
+    # A deviation naming its assertion covers that failure only: a missing message stays a fail.
+    unflagged = Expectation("deviation", "broker Y drops the flag", assertion="JMSRedelivered is false")
+    assert (
+        classify(AssertionError("after the restart: JMSRedelivered is false"), unflagged).outcome
+        == "deviation"
+    )
+    missing = classify(AssertionError("the message must come back once"), unflagged)
+    assert missing.outcome == "fail" and "covers only failures saying" in missing.detail
     assert classify(UnsupportedFeatureException("X", "selectors"), refusing).outcome == "unsupported"
     assert classify(UnsupportedFeatureException("X", "selectors"), passing).outcome == "fail"
     assert classify(AssertionError("ran"), refusing).outcome == "fail"
