@@ -10,7 +10,9 @@ Header escaping is STOMP's (1.1: ``\\``, newline, colon; 1.2 also carriage retur
 ``_escape_headers`` does for values; unlike stomp.py, names are escaped too, as STOMP says. Otherwise
 the bytes on the wire are stomp.py's apart from header order (stomp.py sorts headers; STOMP gives their
 order no meaning, except that a repeated header's first occurrence wins, and a dict has no repeats).
-Text that UTF-8 cannot carry (a lone surrogate) becomes ``?``, as with stomp.py's ``encode``.
+Text that UTF-8 cannot carry (a lone surrogate) becomes ``?``, as with stomp.py's ``encode``. A
+``content-length`` header given with a body always states the body's real length, as stomp.py makes it: a
+frame never announces a length it does not carry.
 """
 
 from __future__ import annotations
@@ -32,5 +34,7 @@ def _escape_12(text: str) -> str:
 def encode_frame(command: str, headers: Mapping[str, str], body: bytes, version: str) -> bytes:
     """The bytes of one client frame: command line, escaped headers, blank line, body, NUL."""
     escape = _escape_12 if version == "1.2" else _escape_11
+    if body and "content-length" in headers:
+        headers = {**headers, "content-length": str(len(body))}
     head = "".join([f"{escape(key)}:{escape(value)}\n" for key, value in headers.items()])
     return b"".join((f"{command}\n{head}\n".encode("utf-8", "replace"), body, _NUL))

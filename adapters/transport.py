@@ -29,11 +29,13 @@ What it adds to stomp.py is what JMS needs and stomp.py leaves to callers:
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import logging
 import selectors
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -121,6 +123,40 @@ _RECV_BYTES = 64 * 1024
 _TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
 #: How long receipts are held after an ERROR frame that answered no receipt (see StompWire._on_receipt).
 _HOLD_AFTER_ERROR_S = 0.5
+#: TCP keepalive on every connection: a broker that turned heart-beats off (``heart-beat:0,0``) and then
+#: vanished without a FIN (host down, cable cut) is noticed within about idle + interval x count seconds,
+#: instead of never, so a blocked ``receive()`` ends with a ConnectionLostException.
+KEEPALIVE_IDLE_S = 10
+KEEPALIVE_INTERVAL_S = 5
+KEEPALIVE_COUNT = 3
+
+
+def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
+    """Put the kernel's limits on a connected socket (Linux; elsewhere what exists of them).
+
+    * ``SO_SNDTIMEO``: no single ``send()`` blocks for long, so :meth:`BoundedTransport.send` can give up on a
+      frame the peer does not take within ``write_timeout_s`` (a broker that stops reading must not hang
+      ``send``, ``acknowledge`` or ``close``). Reads are untouched: the reader thread blocks in ``recv`` by design.
+    * ``TCP_USER_TIMEOUT``: data the peer has not acknowledged for twice that long aborts the connection (twice:
+      a peer that stops reading is then reported by the blocked write, which knows what it was writing).
+    * keepalive: see :data:`KEEPALIVE_IDLE_S`.
+    """
+    # Each send() call blocks at most a quarter of the deadline (it returns what it wrote so far, or EAGAIN);
+    # BoundedTransport.send checks the deadline of the whole frame between calls.
+    slice_s = write_timeout_s / 4
+    seconds = int(slice_s)
+    micros = int((slice_s - seconds) * 1_000_000)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", seconds, micros))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_S),
+        ("TCP_KEEPCNT", KEEPALIVE_COUNT),
+        ("TCP_USER_TIMEOUT", int(write_timeout_s * 2000)),
+    ):
+        option = getattr(socket, name, None)
+        if option is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
 class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
@@ -139,6 +175,7 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         max_header_bytes: int,
         context: ssl.SSLContext | None,
         quick_ack: bool = False,
+        write_timeout_s: float = 30.0,
     ) -> None:
         super().__init__(
             [host],
@@ -150,6 +187,7 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         )
         self._jl_host = host
         self._jl_timeout_s = timeout_s
+        self._jl_write_timeout_s = write_timeout_s
         self._jl_context = context
         self._jl_quick_ack = quick_ack and _TCP_QUICKACK is not None
         self._jl_quick_waiters = 0
@@ -197,6 +235,7 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
             sock.setblocking(False)
         else:
             sock.settimeout(None)
+        bound_socket_in_time(sock, self._jl_write_timeout_s)
         self.socket = sock
         self.current_host_and_port = self._jl_host
 
@@ -226,6 +265,29 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         if sock is not None and _TCP_QUICKACK is not None:
             with contextlib.suppress(OSError):  # closed under us: the reader sees that on its next recv
                 sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+
+    def send(self, encoded_frame: bytes) -> None:
+        """stomp.py's socket write (plain TCP), with a deadline for the whole frame: ``BlockingIOError`` (EAGAIN)
+        when the peer has not taken it within the write timeout, part of it possibly written. TLS writes go
+        through stomp.py's io thread, which never blocks a caller."""
+        sock = self.socket
+        if not self.blocking or sock is None:
+            super().send(encoded_frame)
+            return
+        deadline = time.monotonic() + self._jl_write_timeout_s
+        # stomp.py's own lock (its heart-beat thread writes too), taken with the same deadline.
+        lock: threading.BoundedSemaphore = self._Transport__socket_semaphore
+        if not lock.acquire(timeout=self._jl_write_timeout_s):
+            raise BlockingIOError(errno.EAGAIN, "another write to the broker has been blocked too long")
+        try:
+            view = memoryview(encoded_frame)
+            while view:
+                with contextlib.suppress(BlockingIOError):  # SO_SNDTIMEO's slice ran out with nothing written
+                    view = view[sock.send(view) :]
+                if view and time.monotonic() >= deadline:
+                    raise BlockingIOError(errno.EAGAIN, "the broker took no data before the write deadline")
+        finally:
+            lock.release()
 
     def _dispatch(self, frames: list[DecodedFrame]) -> None:
         sink = self.frame_sink
@@ -389,6 +451,8 @@ class StompWire:
         # An ERROR frame that answers no receipt; RabbitMQ sends those for refused frames, then closes.
         self._unmatched_error: str | None = None
         self._held: list[_Pending] = []
+        self._hold_until = 0.0
+        self._hold_timer: threading.Timer | None = None
         heartbeat = config.heartbeat_ms
         self._transport = BoundedTransport(
             host,
@@ -398,6 +462,7 @@ class StompWire:
             max_header_bytes=config.max_header_bytes,
             context=tls_context(config) if config.ssl else None,
             quick_ack=quick_ack,
+            write_timeout_s=config.receipt_timeout_ms / 1000,
         )
         conn_class: type[Any] = _Connection12 if stomp_version == "1.2" else _Connection11
         self._conn: Any = conn_class(self._transport, (heartbeat, heartbeat))
@@ -536,6 +601,17 @@ class StompWire:
                 transport.send_queue.put(data)
         except (stomp.exception.NotConnectedException, OSError, AttributeError) as exc:
             # AttributeError: on TLS, stomp.py sets that queue to None once the connection is gone.
+            if isinstance(exc, OSError) and exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK, errno.ETIMEDOUT):
+                # SO_SNDTIMEO or TCP_USER_TIMEOUT ran out (bound_socket_in_time). Part of the frame may be on
+                # the wire, so the stream is unusable: drop it; the reader reports the loss to every waiter.
+                reason = (
+                    f"could not write {command} within {self._config.receipt_timeout_ms / 1000:.1f}s "
+                    "(receipt_timeout_ms): the broker stopped reading or is unreachable"
+                )
+                transport.protocol_error = reason  # what every waiter hears when the reader reports the loss
+                with contextlib.suppress(Exception):
+                    transport.disconnect_socket()
+                raise ConnectionLostException(f"jmslike dropped the connection: {reason}") from exc
             raise ConnectionLostException(f"connection lost while sending {command}") from exc
 
     def _check_usable(self, frame: Frame) -> None:
@@ -634,10 +710,29 @@ class StompWire:
         if pending is not None:
             pending.finish(None)
 
+    def _hold_receipts(self, error: str) -> None:
+        """Hold receipts for :data:`_HOLD_AFTER_ERROR_S` after the latest unmatched ERROR. One timer per wire,
+        re-armed from the deadline, however many ERROR frames arrive: a flood of them creates no threads."""
+        with self._lock:
+            self._unmatched_error = error
+            self._hold_until = time.monotonic() + _HOLD_AFTER_ERROR_S
+            if self._hold_timer is not None:
+                return
+            timer = self._hold_timer = threading.Timer(_HOLD_AFTER_ERROR_S, self._release_held)
+        timer.daemon = True
+        timer.start()
+
     def _release_held(self) -> None:
         """The connection survived the unmatched ERROR (ActiveMQ keeps it): the held receipts stand, and
-        a later loss of the connection is not blamed on that ERROR."""
+        a later loss of the connection is not blamed on that ERROR. A later ERROR moved the deadline: wait on."""
         with self._lock:
+            remaining = self._hold_until - time.monotonic()
+            if remaining > 0 and not self._lost:
+                timer = self._hold_timer = threading.Timer(remaining, self._release_held)
+                timer.daemon = True
+                timer.start()
+                return
+            self._hold_timer = None
             held, self._held = self._held, []
             self._unmatched_error = None
         for pending in held:
@@ -663,11 +758,7 @@ class StompWire:
             with self._lock:
                 pending = self._pending.pop(receipt, None)
         if pending is None:
-            with self._lock:
-                self._unmatched_error = text
-            timer = threading.Timer(_HOLD_AFTER_ERROR_S, self._release_held)
-            timer.daemon = True
-            timer.start()
+            self._hold_receipts(text)
         source = pending.frame if pending is not None else None
         error_class = self._error_for(text, source)
         what = f"{source.command} " if source is not None else ""

@@ -53,6 +53,8 @@ ExceptionListener = Callable[[JMSException], None]
 
 # Names of temporary destinations jmslike creates; the broker's names for them differ.
 TEMPORARY_PREFIX = "jmslike-tmp-"
+#: Asynchronous error reports that may wait for a slow ExceptionListener before further ones are dropped.
+MAX_QUEUED_EVENTS = 1000
 
 
 class ConnectionMetaData:
@@ -168,6 +170,8 @@ class Connection(ConnectionDomainMethods):
         self._temporary: set[Destination] = set()
         self._exception_listener: ExceptionListener | None = None
         self._events: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._queued_events = 0  # reports queued or running (bounded by MAX_QUEUED_EVENTS)
+        self._dropped_events = 0
         self._event_thread: threading.Thread | None = None
         self._generation = 0
         self._supervising = False
@@ -439,14 +443,34 @@ class Connection(ConnectionDomainMethods):
             )
 
     def report(self, error: JMSException) -> None:
-        """Hand an asynchronous error to the ExceptionListener, on the event thread."""
+        """Hand an asynchronous error to the ExceptionListener, on the event thread.
+
+        At most :data:`MAX_QUEUED_EVENTS` reports wait for a slow listener; beyond that (a broker flooding ERROR
+        frames) further ones are counted and logged, not queued, so memory stays bounded. The loss of the
+        connection is always delivered."""
         listener = self._exception_listener
         if listener is None:
             log.warning("asynchronous JMS error with no ExceptionListener set: %s", error)
             return
-        self.run_event(lambda: listener(error))
+        with self._lock:
+            if self._queued_events >= MAX_QUEUED_EVENTS and not isinstance(error, ConnectionLostException):
+                self._dropped_events += 1
+                dropped = self._dropped_events
+            else:
+                self._queued_events += 1
+                dropped = 0
+        if dropped:
+            if dropped == 1 or dropped % 1000 == 0:
+                log.warning(
+                    "ExceptionListener is %d reports behind; %d asynchronous error(s) not delivered, latest: %s",
+                    MAX_QUEUED_EVENTS,
+                    dropped,
+                    error,
+                )
+            return
+        self._run_event(lambda: listener(error))
 
-    def run_event(self, task: Callable[[], None]) -> None:
+    def _run_event(self, task: Callable[[], None]) -> None:
         with self._lock:
             if self._event_thread is None:
                 self._event_thread = threading.Thread(
@@ -464,6 +488,9 @@ class Connection(ConnectionDomainMethods):
                 task()
             except Exception:
                 log.exception("ExceptionListener raised")
+            finally:
+                with self._lock:
+                    self._queued_events -= 1
 
     # -- recovery -------------------------------------------------------------------------------------
 

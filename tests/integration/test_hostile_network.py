@@ -251,6 +251,73 @@ def test_connected_that_never_finishes_times_out(hostile: Callable[[Script], Hos
     assert peer.done.wait(5), "jmslike left the socket of the timed-out connection open"
 
 
+# -- peers that stop reading or flood: bounded in time and threads ---------------------------------------
+
+
+def _connected_then_silent(
+    peer_ref: list[HostilePeer], release: threading.Event, data: bytes = b""
+) -> Script:
+    """The peer's script: CONNECTED, then ``data``, then neither read nor write until ``release`` is set."""
+
+    def script(conn: socket.socket) -> None:
+        peer_ref[0].send(conn, CONNECTED + data)
+        release.wait(DEADLINE_S)
+
+    return script
+
+
+def test_send_to_a_peer_that_stops_reading_fails_within_the_receipt_timeout(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    """The peer answers CONNECTED and never reads again: a send bigger than every socket buffer on the way
+    must fail with ConnectionLostException after ``receipt_timeout_ms``, not block the caller for ever, and
+    the connection must then close at once."""
+    ref: list[HostilePeer] = []
+    release = threading.Event()
+    ref.append(hostile(_connected_then_silent(ref, release)))
+    connection = ConnectionFactory(_url(ref[0], receipt_timeout_ms="2000")).createConnection()
+    try:
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createQueue("x"))
+        body = "x" * (64 * 1024 * 1024)  # far beyond the kernel's send and receive buffers on loopback
+        started = time.monotonic()
+        with pytest.raises(ConnectionLostException, match="stopped reading"):
+            producer.send(session.createTextMessage(body))
+        assert time.monotonic() - started < 10
+    finally:
+        started = time.monotonic()
+        connection.close()
+        release.set()
+        assert time.monotonic() - started < 5, "close() waited on the dead connection"
+
+
+def test_a_flood_of_error_frames_creates_no_thread_per_frame(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    """2,000 ERROR frames that answer no receipt, all at once: jmslike holds receipts after them with one
+    timer, not a timer thread per frame, and the ExceptionListener hears of them."""
+    flood = b"".join(b"ERROR\nmessage:refused %d\n\n\x00" % i for i in range(2000))
+    ref: list[HostilePeer] = []
+    release = threading.Event()
+    ref.append(hostile(_connected_then_silent(ref, release, flood)))
+    heard: list[JMSException] = []
+    baseline = threading.active_count()
+    connection = ConnectionFactory(_url(ref[0])).createConnection()
+    try:
+        connection.setExceptionListener(heard.append)
+        most = threading.active_count()
+        deadline = time.monotonic() + DEADLINE_S
+        while len(heard) < 1000 and time.monotonic() < deadline:
+            most = max(most, threading.active_count())
+            time.sleep(0.005)
+        assert len(heard) >= 1000, f"the ExceptionListener heard of {len(heard)} of 2,000 ERROR frames"
+        # The receiver, stomp.py's heart-beat thread, the event thread and one hold timer, give or take one.
+        assert most - baseline <= 6, f"{most - baseline} threads appeared for 2,000 ERROR frames"
+    finally:
+        connection.close()
+        release.set()
+
+
 # -- frames split at every byte, from the real broker --------------------------------------------------
 
 
