@@ -395,7 +395,10 @@ class Connection(ConnectionDomainMethods):
         self._consumers[consumer.spec.sub_id] = consumer
 
     def unregister_consumer(self, consumer: MessageConsumer) -> None:
-        self._consumers.pop(consumer.spec.sub_id, None)
+        self.unregister_consumer_id(consumer.spec.sub_id)
+
+    def unregister_consumer_id(self, sub_id: str) -> None:
+        self._consumers.pop(sub_id, None)
 
     def active_durable_names(self) -> set[str]:
         return {

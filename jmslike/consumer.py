@@ -256,16 +256,21 @@ class QueueBrowser:
         return self._selector.text if self._selector is not None else None
 
     def getEnumeration(self, timeout_ms: int = 30_000) -> Iterator[Message]:
-        """Snapshot of the queue in order; each call browses afresh."""
+        """The queue's messages in order, as the broker sends them; each call browses afresh.
+
+        It streams: each message is handed over as it arrives, so a long queue is not held in memory first and
+        is not refused for taking longer than ``timeout_ms`` as a whole; ``timeout_ms`` bounds the wait for each
+        next message (JMSException when the broker goes quiet without ending the browse). The browse
+        subscription ends when the enumeration is exhausted, closed, or garbage collected."""
         if self._closed:
             raise IllegalStateException("the browser is closed")
         self._session._check_open()
-        return iter(self._browse(timeout_ms))
+        return self._stream(timeout_ms)
 
     def __iter__(self) -> Iterator[Message]:
         return self.getEnumeration()
 
-    def _browse(self, timeout_ms: int) -> list[Message]:
+    def _stream(self, timeout_ms: int) -> Iterator[Message]:
         from jmslike.session import Pending
 
         connection = self._session.connection
@@ -277,51 +282,66 @@ class QueueBrowser:
             prefetch=connection.config.prefetch,
         )
         sink = _BrowseSink(spec)
-        connection._consumers[spec.sub_id] = sink  # type: ignore[assignment]
+        connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
             connection.adapter.subscribe(connection.wire_for_use(), spec)
-            items = sink.collect(time.monotonic() + timeout_ms / 1000)
+            while (item := sink.next(timeout_ms / 1000)) is not None:
+                if item.expiration and item.expiration <= int(time.time() * 1000):
+                    continue
+                yield build_message(
+                    item,
+                    connection.adapter.reserved_headers,
+                    connection.serializers,
+                    item.redelivered,
+                    Pending(item).delivery_count,
+                )
         finally:
-            connection._consumers.pop(spec.sub_id, None)
+            sink.stopped = True
+            connection.unregister_consumer_id(spec.sub_id)
             with contextlib.suppress(JMSException):  # a lost connection ends the browse anyway
                 connection.adapter.detach(connection.wire_for_use(), spec, list)
-        now = int(time.time() * 1000)
-        return [
-            build_message(
-                item,
-                connection.adapter.reserved_headers,
-                connection.serializers,
-                item.redelivered,
-                Pending(item).delivery_count,
-            )
-            for item in items
-            if not (item.expiration and item.expiration <= now)
-        ]
 
     def close(self) -> None:
         self._closed = True
 
 
 class _BrowseSink:
-    """Collects a browse subscription's messages until the broker says the browse ended."""
+    """Hands a browse subscription's messages from the receiver thread to the browsing thread, in order, until the
+    broker says the browse ended."""
 
     def __init__(self, spec: SubscriptionSpec) -> None:
         import threading
 
         self.spec = spec
-        self._items: list[IncomingMessage] = []
-        self._done = threading.Event()
+        self._items: deque[IncomingMessage] = deque()
+        self._ended = False
+        self._cond = threading.Condition()
+        self.stopped = False  # the browsing side is gone: what still arrives is dropped
+        # Read by the connection like a consumer's: True, so a reconnect never re-subscribes a browse (it would
+        # start again from the head of the queue); the browse then ends with the timeout's JMSException.
+        self._closed = True
 
-    def enqueue(self, incoming: IncomingMessage) -> None:
-        if incoming.browser_end:
-            self._done.set()
-        else:
-            self._items.append(incoming)
+    def enqueue(self, incoming: IncomingMessage) -> None:  # receiver thread
+        with self._cond:
+            if incoming.browser_end:
+                self._ended = True
+            elif not self.stopped:
+                self._items.append(incoming)
+            self._cond.notify_all()
 
-    def collect(self, deadline: float) -> list[IncomingMessage]:
-        if not self._done.wait(max(0.0, deadline - time.monotonic())):
-            raise JMSException("the broker did not finish the queue browse in time")
-        return list(self._items)
+    def next(self, timeout_s: float) -> IncomingMessage | None:
+        """The next message, or None once the broker ended the browse; JMSException after ``timeout_s`` of
+        silence."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while not self._items and not self._ended:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise JMSException(
+                        f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not end it"
+                    )
+                self._cond.wait(remaining)
+            return self._items.popleft() if self._items else None
 
 
 def build_message(

@@ -322,17 +322,17 @@ class _Sink:
 
 def _subscribe(connection: Connection, spec: SubscriptionSpec) -> _Sink:
     sink = _Sink(spec)
-    connection._consumers[spec.sub_id] = sink  # type: ignore[assignment]
+    connection.register_consumer(sink)  # type: ignore[arg-type]
     try:
         connection.adapter.subscribe(connection.wire_for_use(), spec)
     except BaseException:
-        connection._consumers.pop(spec.sub_id, None)
+        connection.unregister_consumer_id(spec.sub_id)
         raise
     return sink
 
 
 def _unsubscribe(connection: Connection, spec: SubscriptionSpec) -> None:
-    connection._consumers.pop(spec.sub_id, None)
+    connection.unregister_consumer_id(spec.sub_id)
     try:
         connection.adapter.detach(connection.wire_for_use(), spec, list)
     except JMSException:

@@ -361,6 +361,31 @@ def test_queue_browser_sees_without_consuming(
         assert [consumer.receive(RECEIVE_MS).getText() for _ in range(5)] == ["0", "1", "2", "3", "4"]  # type: ignore[union-attr]
 
 
+def test_queue_browse_streams_and_stops_when_abandoned(
+    connect: Any, unique_name: str, broker_kind: str
+) -> None:
+    """A browse hands messages over one by one (500, in order, with a small prefetch), and one abandoned after
+    the first message ends its subscription without consuming anything."""
+    connection = connect(url_options="prefetch=10")
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    queue = session.createQueue(unique_name)
+    producer = session.createProducer(queue)
+    producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+    for i in range(500):
+        producer.send(session.createTextMessage(str(i)))
+    with expected("browsing", broker_kind):
+        browsed = [m.getText() for m in session.createBrowser(queue).getEnumeration(10_000)]  # type: ignore[attr-defined]
+        assert browsed == [str(i) for i in range(500)]
+        enumeration = session.createBrowser(queue).getEnumeration(10_000)
+        first = next(enumeration)
+        assert isinstance(first, TextMessage) and first.getText() == "0"
+        enumeration.close()  # type: ignore[attr-defined]
+        consumer = session.createConsumer(queue)
+        received = [consumer.receive(RECEIVE_MS) for _ in range(500)]
+        assert [m.getText() for m in received if isinstance(m, TextMessage)] == [str(i) for i in range(500)]
+        assert consumer.receive(500) is None, "the browses must not have added or consumed anything"
+
+
 def test_listener_receives_in_order_on_dispatch_thread(connection: Connection, unique_name: str) -> None:
     import threading
 
