@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from jmslike import body_codec
 from jmslike.constants import DeliveryMode
@@ -265,12 +265,17 @@ class QueueBrowser:
         if self._closed:
             raise IllegalStateException("the browser is closed")
         self._session._check_open()
-        return self._stream(timeout_ms)
+        stream = self._stream(timeout_ms)
+        # Run it up to its first yield: the browse subscription exists (or its refusal is raised) here, as JMS
+        # has it, and from here on closing or collecting the enumeration ends the subscription.
+        next(stream)
+        return cast(Iterator[Message], stream)
 
     def __iter__(self) -> Iterator[Message]:
         return self.getEnumeration()
 
-    def _stream(self, timeout_ms: int) -> Iterator[Message]:
+    def _stream(self, timeout_ms: int) -> Iterator[Message | None]:
+        """Yields None once subscribed, then the messages (see :meth:`getEnumeration`)."""
         from jmslike.session import Pending
 
         connection = self._session.connection
@@ -285,6 +290,7 @@ class QueueBrowser:
         connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
             connection.adapter.subscribe(connection.wire_for_use(), spec)
+            yield None
             while (item := sink.next(timeout_ms / 1000)) is not None:
                 if item.expiration and item.expiration <= int(time.time() * 1000):
                     continue

@@ -91,6 +91,26 @@ def configure_profile(text: str, heap_mb: int) -> str:
     return configured
 
 
+def create_command(home: Path, instance: Path, *, user: str, password: str) -> list[str]:
+    """``artemis create`` of a fresh instance as every launcher makes it: no web console, login required,
+    loopback (pure). The process launcher runs it on this machine, the docker launcher in its image."""
+    return [
+        str(home / "bin" / "artemis"),
+        "create",
+        "--silent",
+        "--force",
+        "--no-web",
+        "--require-login",
+        "--host",
+        LOOPBACK,
+        "--user",
+        user,
+        "--password",
+        password,
+        str(instance),
+    ]
+
+
 def configure_instance(instance: Path, *, stomp_port: int, core_port: int | None, heap_mb: int) -> None:
     """Point an instance made by ``artemis create`` at its loopback ports and heap (before every start: both
     edits are idempotent). The process launcher and the docker launcher's host-network mode share it."""
@@ -157,21 +177,7 @@ class ArtemisBroker(LocalBroker):
     def _create_instance(self) -> None:
         """``artemis create`` with the handle's account (a test account: ``artemis create`` takes it only as
         arguments, so it is visible to local ``ps`` for the second the command runs; never logged)."""
-        argv = [
-            str(self.home / "bin" / "artemis"),
-            "create",
-            "--silent",
-            "--force",
-            "--no-web",
-            "--require-login",
-            "--host",
-            LOOPBACK,
-            "--user",
-            self.user,
-            "--password",
-            self.password,
-            str(self.instance),
-        ]
+        argv = create_command(self.home, self.instance, user=self.user, password=self.password)
         result = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=self._env())
         if result.returncode != 0 or not (self.instance / "etc" / "broker.xml").is_file():
             raise BrokerNotInstalledError(

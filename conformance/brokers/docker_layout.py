@@ -25,8 +25,8 @@ from jmslike.conformance.brokers.activemq import (
     render_log4j2_properties,
     render_log4j_properties,
 )
+from jmslike.conformance.brokers.artemis import create_command
 from jmslike.conformance.brokers.base import DEFAULT_CREDENTIALS, BrokerKind
-from jmslike.conformance.brokers.ports import LOOPBACK
 from jmslike.conformance.brokers.rabbitmq import (
     RabbitMQConfig,
     rabbitmq_environment,
@@ -133,21 +133,7 @@ def artemis_layout(*, user: str, password: str) -> HostLayout:
     """Artemis: ``artemis create`` into a mounted directory once (the launcher then sets its acceptors and heap
     with the process launcher's rules), the journal in the volume under ``instance/data``."""
     instance = CONTAINER_BASE / "instance"
-    setup = (
-        str(ARTEMIS_HOME_IN_IMAGE / "bin" / "artemis"),
-        "create",
-        "--silent",
-        "--force",
-        "--no-web",
-        "--require-login",
-        "--host",
-        LOOPBACK,
-        "--user",
-        user,
-        "--password",
-        password,
-        str(instance),
-    )
+    setup = tuple(create_command(ARTEMIS_HOME_IN_IMAGE, instance, user=user, password=password))
     return HostLayout(
         files={},
         binds={"instance": (str(instance), "rw")},
