@@ -60,6 +60,8 @@ class ConnectionConfig:
     receipt_timeout_ms: int = 30_000
     prefetch: int = 1000
     send_window: int = 256
+    send_window_bytes: int = 1024 * 1024
+    force_sync_send: bool = False
     reconnect: bool = False
     reconnect_attempts: int = 10
     reconnect_delay_ms: int = 200
@@ -129,7 +131,21 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "connect_timeout_ms": ("connect_timeout_ms", _positive_int, "how long CONNECT may take"),
     "receipt_timeout_ms": ("receipt_timeout_ms", _positive_int, "how long a send/ack waits for a receipt"),
     "prefetch": ("prefetch", _positive_int, "messages the broker may push ahead per consumer"),
-    "send_window": ("send_window", _positive_int, "async sends (completion listener) in flight"),
+    "send_window": (
+        "send_window",
+        _positive_int,
+        "asynchronous sends (completion listener, NON_PERSISTENT) awaiting their receipt, per session",
+    ),
+    "send_window_bytes": (
+        "send_window_bytes",
+        _positive_int,
+        "bytes of asynchronous sends awaiting their receipt, per session (0 = no byte bound)",
+    ),
+    "force_sync_send": (
+        "force_sync_send",
+        _bool,
+        "every send waits for its receipt, NON_PERSISTENT ones outside a transaction too",
+    ),
     "reconnect": ("reconnect", _bool, "reconnect and re-subscribe after a lost connection"),
     "reconnect_attempts": ("reconnect_attempts", _positive_int, "attempts before giving up"),
     "reconnect_delay_ms": ("reconnect_delay_ms", _positive_int, "first back-off delay (doubles)"),

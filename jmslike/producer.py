@@ -1,14 +1,20 @@
 """MessageProducer: the provider sets the JMS headers on send, and a send returns once the broker has it.
 
-Synchronous ``send`` waits for the broker's receipt, as a JMS send does. ``send(..., completionListener=l)``
-(JMS 2.0) returns at once; receipts are pipelined in a bounded window (``send_window`` URL key) and the
-listener's ``onCompletion``/``onException`` run on the session's dispatch thread, never the receiver
-thread. As in JMS, the message's own delivery mode, priority and expiration are overwritten by the
+A PERSISTENT or transacted ``send`` waits for the broker's receipt, as a JMS send does. A NON_PERSISTENT
+send outside a transaction returns once written, as ActiveMQ's and Qpid's Java clients do by default (JMS
+gives such messages at-most-once): its receipt is awaited in the background, an ERROR for it reaches the
+ExceptionListener and fails the producer's next ``send`` or ``close``, and ``close``, ``commit`` and
+``Connection.close`` still return only once the broker has everything (``force_sync_send=true`` makes every
+send wait). ``send(..., completionListener=l)`` (JMS 2.0) returns at once too, and the listener's
+``onCompletion``/``onException`` run on the session's dispatch thread, never the receiver thread. Both kinds
+of asynchronous send share one window per session, bounded in messages (``send_window``) and bytes
+(``send_window_bytes``), so a producer cannot run ahead of the broker without bound. As in JMS, the message's own delivery mode, priority and expiration are overwritten by the
 producer's (``setJMSDeliveryMode`` before send has no effect).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Protocol
@@ -19,6 +25,7 @@ from jmslike.contract import OutgoingMessage
 from jmslike.destinations import Destination
 from jmslike.domain_methods import ProducerDomainMethods
 from jmslike.exceptions import (
+    ConnectionLostException,
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
@@ -29,6 +36,8 @@ from jmslike.messages import Message
 
 if TYPE_CHECKING:
     from jmslike.session import Session
+
+log = logging.getLogger(__name__)
 
 
 class CompletionListener(Protocol):
@@ -55,6 +64,9 @@ class MessageProducer(ProducerDomainMethods):
         self._disable_id = False
         self._disable_timestamp = False
         self._closed = False
+        # The first error the broker answered to an unwaited NON_PERSISTENT send (set on the receiver
+        # thread), raised by the next send or close.
+        self._failed_send: JMSException | None = None
 
     # -- settings -------------------------------------------------------------------------------------
 
@@ -123,9 +135,14 @@ class MessageProducer(ProducerDomainMethods):
         return self._destination
 
     def close(self) -> None:
-        """Close the producer; later calls raise IllegalStateException."""
+        """Close the producer once the broker confirmed its session's asynchronous sends (bounded by the
+        receipt timeout; JMS 2.0 §7.3.7); later calls raise IllegalStateException. Raises the error of an
+        unwaited NON_PERSISTENT send that no call has reported yet."""
+        if not self._closed and not self._session.settle_sends():
+            log.warning("closing a producer whose asynchronous sends are still unconfirmed")
         self._closed = True
         self._session._remove_producer(self)
+        self._raise_failed_send()
 
     def __enter__(self) -> MessageProducer:
         return self
@@ -138,6 +155,16 @@ class MessageProducer(ProducerDomainMethods):
             raise IllegalStateException("the producer is closed")
         self._session._check_open()
 
+    def _raise_failed_send(self) -> None:
+        error, self._failed_send = self._failed_send, None
+        if error is not None:
+            raised = type(error)(
+                f"an earlier NON_PERSISTENT send of this producer was refused by the broker (that message is "
+                f"lost): {error.reason}",
+                error.errorCode,
+            )
+            raise raised from error
+
     # -- send -----------------------------------------------------------------------------------------
 
     def send(
@@ -149,6 +176,7 @@ class MessageProducer(ProducerDomainMethods):
         ``retain=True`` (topics): also keep the message as the topic's retained publication, replacing the
         previous one; an empty body clears it (docs/retained.md). Such a send is synchronous."""
         self._check_open()
+        self._raise_failed_send()
         if args and isinstance(args[0], Destination):
             if self._destination is not None:
                 raise UnsupportedOperationException(
@@ -250,21 +278,35 @@ class MessageProducer(ProducerDomainMethods):
 
             session.defer_receipt(wire.submit(frame, settled))
             return
-        if listener is None:
+        unwaited = (
+            listener is None
+            and transaction is None
+            and mode == DeliveryMode.NON_PERSISTENT
+            and not connection.config.force_sync_send
+        )
+        if listener is None and not unwaited:
             wire.request(frame)
             return
-        session.acquire_send_slot()
+        size = len(frame.body)
+        session.acquire_send_slot(size)
 
         def done(error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
-            if error is None:
-                session.release_send_slot(lambda: listener.onCompletion(message))
+            if listener is None:
+                session.release_send_slot(size)
+                if error is not None and not isinstance(error, ConnectionLostException):
+                    # A loss is reported by the connection itself; at-most-once allows losing the message.
+                    if self._failed_send is None:
+                        self._failed_send = error
+                    connection.report(error)
+            elif error is None:
+                session.release_send_slot(size, lambda: listener.onCompletion(message))
             else:
-                session.release_send_slot(lambda: listener.onException(message, error))
+                session.release_send_slot(size, lambda: listener.onException(message, error))
 
         try:
             wire.submit(frame, done)
         except JMSException:
-            session.release_send_slot()
+            session.release_send_slot(size)
             raise
 
 

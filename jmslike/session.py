@@ -117,8 +117,8 @@ class Session(SessionDomainMethods):
         self._tasks: deque[Callable[[], None]] = deque()
         self._busy = False
         self._in_callback = False  # the dispatch thread is running a completion callback (not a listener)
-        self._in_flight = 0
-        self._window = threading.BoundedSemaphore(max(1, connection.config.send_window))
+        self._in_flight = 0  # asynchronous sends awaiting their receipt, and their bytes: the send window
+        self._in_flight_bytes = 0
         self._current: tuple[MessageConsumer, Pending] | None = None
         self._recover_current = False
         self._rr = 0
@@ -977,26 +977,49 @@ class Session(SessionDomainMethods):
 
     # -- asynchronous send bookkeeping ----------------------------------------------------------------
 
-    def acquire_send_slot(self) -> None:
-        """For MessageProducer: wait (bounded by the receipt timeout) for a place in the asynchronous send window."""
-        deadline = self._connection.config.receipt_timeout_ms / 1000
-        if not self._window.acquire(timeout=deadline):
-            raise JMSException(f"no send completed within {deadline:.0f}s; the broker does not answer")
+    def acquire_send_slot(self, size: int) -> None:
+        """For MessageProducer: wait (bounded by the receipt timeout) for a place in the asynchronous send
+        window, which bounds both the sends awaiting a receipt (``send_window``) and their bytes
+        (``send_window_bytes``, 0 = no byte bound). A message bigger than the byte window goes alone."""
+        config = self._connection.config
+        count_limit, byte_limit = max(1, config.send_window), config.send_window_bytes
+        timeout = config.receipt_timeout_ms / 1000
+        deadline = time.monotonic() + timeout
         with self._cond:
+            while self._in_flight >= count_limit or (
+                byte_limit and self._in_flight and self._in_flight_bytes + size > byte_limit
+            ):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise JMSException(
+                        f"{self._in_flight} asynchronous send(s) ({self._in_flight_bytes} bytes) still "
+                        f"unconfirmed after {timeout:.1f}s (receipt_timeout_ms): the broker does not answer; "
+                        "this send was not made"
+                    )
+                self._cond.wait(remaining)
             self._in_flight += 1
+            self._in_flight_bytes += size
 
-    def release_send_slot(self, then: Callable[[], None] | None = None) -> None:
+    def release_send_slot(self, size: int, then: Callable[[], None] | None = None) -> None:
         """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback) is queued
         for the dispatch thread in the same pass under the lock: this runs once per send."""
         with self._cond:
             self._in_flight -= 1
+            self._in_flight_bytes -= size
             if then is not None and self._closed:
                 # close() gave up waiting (receipt timeout) and returned: JMS allows no callback after that.
                 log.warning("a send settled after its session was closed; its completion callback is not run")
             elif then is not None:
                 self.run_task(then)  # inside this pass: the lock is re-entrant
             self._cond.notify_all()
-        self._window.release()
+
+    def settle_sends(self) -> bool:
+        """For MessageProducer.close: wait (bounded by the receipt timeout) until this session's asynchronous
+        sends are confirmed and their callbacks have returned (JMS 2.0 §7.3.7). A closed session has none."""
+        if self._closed:
+            return True
+        self._refuse_in_callback("close() of a producer")
+        return self._settle_callbacks()
 
     def _settle_callbacks(self) -> bool:
         """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from jmslike import Connection, ConnectionFactory
+from jmslike.conformance.proxy import FaultProxy
 from jmslike.registry import adapter_names
 
 
@@ -52,3 +53,29 @@ def connect(broker: Any, url: str) -> Iterator[Callable[..., Connection]]:
 @pytest.fixture
 def connection(connect: Callable[..., Connection]) -> Connection:
     return connect()
+
+
+@pytest.fixture
+def proxy(broker: Any) -> Iterator[FaultProxy]:
+    """A TCP fault proxy in front of the broker (stall, drop, partition), closed after the test."""
+    with FaultProxy(broker.host, broker.port) as started:
+        yield started
+
+
+@pytest.fixture
+def via_proxy(broker: Any, url: str, proxy: FaultProxy) -> Iterator[Callable[..., Connection]]:
+    """``via_proxy(**url_options)``: a started connection through ``proxy``, closed after the test."""
+    opened: list[Connection] = []
+
+    def make(**options: object) -> Connection:
+        query = url.split("?", 1)[1] if "?" in url else ""
+        extra = "&".join(f"{k}={v}" for k, v in options.items())
+        target = f"{broker.kind}://{proxy.host}:{proxy.port}?" + "&".join(p for p in (query, extra) if p)
+        connection = ConnectionFactory(target).createConnection(broker.user, broker.password)
+        opened.append(connection)
+        connection.start()
+        return connection
+
+    yield make
+    for connection in opened:
+        connection.close()

@@ -8,39 +8,24 @@ may have committed them. And the next transaction of the session must not pay fo
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from jmslike import Connection, ConnectionFactory, JMSException, Session, TransactionRolledBackException
+from jmslike import Connection, JMSException, Session, TransactionRolledBackException
 from jmslike.conformance.proxy import FaultProxy
 from jmslike.conformance.suite.helpers import drain, text_of
 
 pytestmark = pytest.mark.timeout(90)
 
 
-@pytest.fixture
-def proxy(broker: Any) -> Iterator[FaultProxy]:
-    with FaultProxy(broker.host, broker.port) as started:
-        yield started
-
-
-def _via(proxy: FaultProxy, broker: Any, url: str, **options: object) -> Connection:
-    query = url.split("?", 1)[1] if "?" in url else ""
-    extra = "&".join(f"{k}={v}" for k, v in options.items())
-    target = f"{broker.kind}://{proxy.host}:{proxy.port}?" + "&".join(p for p in (query, extra) if p)
-    connection = ConnectionFactory(target).createConnection(broker.user, broker.password)
-    connection.start()
-    return connection
-
-
 def test_a_commit_receipt_that_never_comes_is_in_doubt_not_rolled_back(
-    proxy: FaultProxy, broker: Any, url: str, connect: Any, unique_name: str
+    proxy: FaultProxy, via_proxy: Callable[..., Connection], connect: Any, unique_name: str
 ) -> None:
     """The COMMIT reaches the broker, its receipt does not reach us: the broker committed, so saying
     'rolled back' would be a lie the application acts on (it would send the messages again)."""
-    connection = _via(proxy, broker, url, receipt_timeout_ms=1500)
+    connection = via_proxy(receipt_timeout_ms=1500)
     try:
         session = connection.createSession(True, Session.SESSION_TRANSACTED)
         producer = session.createProducer(session.createQueue(unique_name))
@@ -59,11 +44,11 @@ def test_a_commit_receipt_that_never_comes_is_in_doubt_not_rolled_back(
 
 
 def test_a_connection_lost_during_commit_does_not_poison_the_next_transaction(
-    proxy: FaultProxy, broker: Any, url: str, connect: Any, unique_name: str
+    proxy: FaultProxy, via_proxy: Callable[..., Connection], connect: Any, unique_name: str
 ) -> None:
     """Lost while COMMIT waits: the outcome is unknown (JMSException); after the reconnect the session's
     next transaction commits normally instead of failing for the previous one."""
-    connection = _via(proxy, broker, url, reconnect="true", reconnect_delay_ms=100)
+    connection = via_proxy(reconnect="true", reconnect_delay_ms=100)
     try:
         session = connection.createSession(True, Session.SESSION_TRANSACTED)
         producer = session.createProducer(session.createQueue(unique_name))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pickle
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from expectations import expected
 from jmslike import (
     Connection,
     ConnectionFactory,
+    DeliveryMode,
     InvalidDestinationException,
     InvalidSelectorException,
     JMSException,
@@ -282,6 +284,32 @@ def test_send_where_not_permitted_raises_on_send(
         producer.send(session.createTextMessage("not allowed"))
     with expected("usable-after-authorization-error", broker_kind):
         _assert_still_usable(connection, f"allowed.{unique_name}.after")
+
+
+def test_refused_non_persistent_send_reaches_the_exception_listener_and_the_next_send(
+    secured: BrokerHandle, opened: list[Connection], unique_name: str
+) -> None:
+    """A NON_PERSISTENT send does not wait for its receipt (issue #21): the broker's refusal comes later, to
+    the ExceptionListener, and the producer's next send raises it with the same JMS class."""
+    connection = _connect(opened, _url(secured, tls=False), "limited", LIMITED_PASSWORD)
+    reported: list[JMSException] = []
+    heard = threading.Event()
+
+    def on_exception(exc: JMSException) -> None:
+        reported.append(exc)
+        heard.set()
+
+    connection.setExceptionListener(on_exception)
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(f"denied.{unique_name}"))
+    producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+    producer.send(session.createTextMessage("not allowed"))  # returns before the broker answers
+    assert heard.wait(RECEIVE_MS / 1000), "the refusal never reached the ExceptionListener"
+    assert isinstance(reported[0], JMSSecurityException), reported
+    with pytest.raises(
+        JMSSecurityException, match="earlier NON_PERSISTENT send of this producer was refused"
+    ):
+        producer.send(session.createTextMessage("after the refusal"))
 
 
 def test_subscribe_where_not_permitted_raises_on_create_consumer(

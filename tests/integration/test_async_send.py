@@ -1,0 +1,127 @@
+"""NON_PERSISTENT sends outside a transaction do not wait for their receipt (issue #21), and yet nothing gets
+weaker than JMS allows: the window bounds how far a producer runs ahead of the broker, in messages and in
+bytes; close and Connection.close return only once the broker has everything; a refused send is reported.
+
+The broker's answers are held back by the fault proxy (``stall("to_client")``), so "returns before the
+receipt" and "blocks until the receipt" are observed, not inferred from timing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from jmslike import Connection, DeliveryMode, JMSException, Session
+from jmslike.conformance.proxy import FaultProxy
+from jmslike.conformance.suite.helpers import drain, text_of
+from jmslike.exceptions import JMSTimeoutException
+from jmslike.producer import MessageProducer
+
+pytestmark = pytest.mark.timeout(90)
+
+STILL_BLOCKED_S = 1.0  # how long a call must stay blocked to count as waiting for the held-back receipt
+
+
+def _non_persistent(connection: Connection, queue_name: str) -> tuple[Session, MessageProducer]:
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(queue_name))
+    producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+    return session, producer
+
+
+def test_non_persistent_send_returns_before_its_receipt_and_close_waits_for_it(
+    proxy: FaultProxy, via_proxy: Callable[..., Connection], connect: Any, unique_name: str
+) -> None:
+    session, producer = _non_persistent(via_proxy(receipt_timeout_ms=20_000), unique_name)
+    proxy.stall("to_client")
+    for number in range(5):  # a waiting send would block here until the receipt timeout
+        producer.send(session.createTextMessage(f"m{number}"))
+    closing = threading.Thread(target=producer.close)
+    closing.start()
+    closing.join(STILL_BLOCKED_S)
+    assert closing.is_alive(), "producer.close() returned while the broker had not confirmed the sends"
+    proxy.resume()
+    closing.join(20)
+    assert not closing.is_alive(), "producer.close() did not return once the receipts came"
+    assert [text_of(m) for m in drain(connect(), unique_name, 2000)] == [f"m{n}" for n in range(5)]
+
+
+def test_connection_close_returns_once_the_broker_has_every_unwaited_send(
+    via_proxy: Callable[..., Connection], connect: Any, unique_name: str
+) -> None:
+    connection = via_proxy()
+    session, producer = _non_persistent(connection, unique_name)
+    for number in range(300):
+        producer.send(session.createTextMessage(f"m{number}"))
+    connection.close()
+    assert [text_of(m) for m in drain(connect(), unique_name, 2000)] == [f"m{n}" for n in range(300)]
+
+
+def test_the_window_bounds_unconfirmed_sends_in_messages(
+    proxy: FaultProxy, via_proxy: Callable[..., Connection], connect: Any, unique_name: str
+) -> None:
+    session, producer = _non_persistent(via_proxy(send_window=3, receipt_timeout_ms=1500), unique_name)
+    proxy.stall("to_client")
+    for number in range(3):
+        producer.send(session.createTextMessage(f"m{number}"))
+    with pytest.raises(JMSException, match=r"3 asynchronous send\(s\).*this send was not made"):
+        producer.send(session.createTextMessage("beyond the window"))
+    proxy.resume()
+    producer.close()
+    assert [text_of(m) for m in drain(connect(), unique_name, 2000)] == ["m0", "m1", "m2"]
+
+
+def test_the_window_bounds_unconfirmed_sends_in_bytes_and_lets_a_big_message_go_alone(
+    proxy: FaultProxy, via_proxy: Callable[..., Connection], connect: Any, unique_name: str
+) -> None:
+    connection = via_proxy(send_window_bytes=2048, receipt_timeout_ms=1500)
+    session, producer = _non_persistent(connection, unique_name)
+    proxy.stall("to_client")
+    big = session.createBytesMessage()
+    big.writeBytes(b"b" * 5000)
+    producer.send(big)  # bigger than the byte window, but the window is empty: it goes
+    small = session.createBytesMessage()
+    small.writeBytes(b"s" * 1000)
+    with pytest.raises(JMSException, match=r"1 asynchronous send\(s\) \(5000 bytes\)"):
+        producer.send(small)
+    proxy.resume()
+    producer.close()
+    for _ in range(2):
+        producer = session.createProducer(session.createQueue(unique_name))
+        producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+        proxy.stall("to_client")
+        producer.send(small)
+        producer.send(small)  # 2000 bytes: within the window
+        with pytest.raises(JMSException, match=r"2 asynchronous send\(s\) \(2000 bytes\)"):
+            producer.send(small)
+        proxy.resume()
+        producer.close()
+    sizes = [m.getBodyLength() for m in drain(connect(), unique_name, 2000)]  # type: ignore[attr-defined]
+    assert sizes == [5000, 1000, 1000, 1000, 1000]
+
+
+def test_force_sync_send_makes_a_non_persistent_send_wait_for_its_receipt(
+    proxy: FaultProxy, via_proxy: Callable[..., Connection]
+) -> None:
+    session, producer = _non_persistent(
+        via_proxy(force_sync_send="true", receipt_timeout_ms=1500), "force.sync"
+    )
+    proxy.stall("to_client")
+    with pytest.raises(JMSTimeoutException, match="no receipt for SEND"):
+        producer.send(session.createTextMessage("waits"))
+    proxy.resume()
+
+
+def test_a_persistent_send_still_waits(
+    proxy: FaultProxy, via_proxy: Callable[..., Connection], unique_name: str
+) -> None:
+    connection = via_proxy(receipt_timeout_ms=1500)
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(unique_name))
+    proxy.stall("to_client")
+    with pytest.raises(JMSTimeoutException, match="no receipt for SEND"):
+        producer.send(session.createTextMessage("persistent"))
+    proxy.resume()
