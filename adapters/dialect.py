@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Mapping
@@ -328,6 +329,9 @@ class StompDialect:
         if transaction is not None:
             headers["transaction"] = transaction
         return Frame("ACK", headers)
+
+    def poison_frame(self, incoming: IncomingMessage) -> Frame:
+        return dataclasses.replace(self.ack_frame(incoming, None), command="NACK")
 
     # -- errors ---------------------------------------------------------------------------------------
 

@@ -208,7 +208,8 @@ class Adapter(Protocol):
     # False where the broker holds SEND receipts inside a transaction until COMMIT (RabbitMQ).
     transactional_send_receipts: bool
     # True where STOMP ``ack:client`` acknowledges everything delivered before the named message on its
-    # subscription, in delivery order, so CLIENT_ACKNOWLEDGE sessions send one ACK per consumer.
+    # subscription, in delivery order, so CLIENT_ACKNOWLEDGE sessions send one ACK per consumer and
+    # DUPS_OK sessions one per batch.
     cumulative_client_ack: bool
     # True where the broker writes small frames with Nagle's algorithm on (ActiveMQ Classic), so the client
     # socket acknowledges at once while a receipt is awaited (transport.BoundedTransport.quick_ack_begin).
@@ -251,6 +252,12 @@ class Adapter(Protocol):
     def decode_message(self, frame: Frame) -> IncomingMessage: ...
 
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame: ...
+
+    def poison_frame(self, incoming: IncomingMessage) -> Frame:
+        """Take ``incoming`` off a cumulative (``ack:client``) subscription without acknowledging anything
+        delivered before or after it: a DUPS_OK listener failed it too often (ActiveMQ: NACK, which moves it
+        to the dead-letter queue, as the Java client's redelivery policy does). Only asked where
+        ``cumulative_client_ack``."""
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]: ...
 

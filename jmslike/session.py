@@ -117,6 +117,9 @@ class Session(SessionDomainMethods):
         self._tasks: deque[Callable[[], None]] = deque()
         self._busy = False
         self._in_callback = False  # the dispatch thread is running a completion callback (not a listener)
+        # DUPS_OK on a cumulative subscription: per consumer, deliveries consumed since its last ACK and
+        # the newest of them, whose one ACK settles them all (see _ack_consumed).
+        self._lazy_acks: dict[MessageConsumer, tuple[int, Pending]] = {}
         self._in_flight = 0  # asynchronous sends awaiting their receipt, and their bytes: the send window
         self._in_flight_bytes = 0
         self._current: tuple[MessageConsumer, Pending] | None = None
@@ -415,7 +418,7 @@ class Session(SessionDomainMethods):
         """Register ``consumer`` with the connection and subscribe it on the broker (for the modules that
         build consumers: durable and shared subscriptions, retained publications)."""
         if (
-            self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE
+            self._ack_mode in (AcknowledgeMode.CLIENT_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
             and self._connection.adapter.cumulative_client_ack
         ):
             consumer.spec = dataclasses.replace(consumer.spec, cumulative_ack=True)
@@ -560,7 +563,7 @@ class Session(SessionDomainMethods):
                     )
                 )
             if auto:
-                self._ack_now(pending)
+                self._ack_consumed(consumer, pending)
             return message
 
     def acknowledge_delivered(self) -> None:
@@ -598,11 +601,52 @@ class Session(SessionDomainMethods):
         """A delivery the application never sees is acknowledged at once, except on a cumulative
         subscription: there its ACK would also acknowledge what the application consumed before it and has
         not acknowledged yet, so it is settled by the next acknowledge() instead."""
-        if consumer.spec.cumulative_ack:
+        if self._ack_mode == AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
+            self._ack_consumed(consumer, pending)
+        elif consumer.spec.cumulative_ack:
             with self._cond:
                 self._unacked.append((consumer, pending))
         else:
             self._ack_now(pending)
+
+    def _ack_consumed(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """AUTO / DUPS_OK: the application has the message. AUTO acknowledges each one. DUPS_OK on a
+        cumulative subscription acknowledges lazily, as JMS allows there (duplicates after a failure): one
+        ACK for half a prefetch of consumed messages, or as soon as the consumer has nothing buffered, so an
+        idle consumer owes the broker nothing."""
+        if not consumer.spec.cumulative_ack:
+            self._ack_now(pending)
+            return
+        with self._cond:
+            owed = self._lazy_acks.pop(consumer, (0, pending))[0] + 1
+            if owed < max(1, consumer.spec.prefetch // 2) and consumer._inbox:
+                self._lazy_acks[consumer] = (owed, pending)
+                return
+        self._ack_now(pending)
+
+    def _flush_lazy_ack(self, consumer: MessageConsumer) -> None:
+        """DUPS_OK: send the ACK ``consumer`` still owes for what it consumed (before it detaches, or before
+        a message of it is taken off the subscription)."""
+        with self._cond:
+            entry = self._lazy_acks.pop(consumer, None)
+        if entry is not None:
+            self._ack_now(entry[1])
+
+    def _poison(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """A listener failed ``pending`` too often. Normally it goes back to the broker when its consumer
+        detaches; on a cumulative subscription any later ACK would acknowledge it too, so it is taken off
+        the subscription now (the broker's dead-letter queue) after the ACK owed for what came before it."""
+        if not consumer.spec.cumulative_ack or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
+            with self._cond:  # given back when its consumer detaches, never dropped
+                self._orphans.setdefault(consumer, []).append(pending.incoming)
+            return
+        self._flush_lazy_ack(consumer)
+        if pending.epoch != self._epoch:
+            return  # the broker has it back already, with the connection that delivered it
+        try:
+            self._connection.wire_for_use().post(self._connection.adapter.poison_frame(pending.incoming))
+        except ConnectionLostException:
+            log.debug("poison NACK lost with the connection; the broker will redeliver")
 
     def _ack_now(self, pending: Pending) -> None:
         """Acknowledge one message without waiting (AUTO / DUPS_OK, dropped messages). A message from
@@ -953,14 +997,13 @@ class Session(SessionDomainMethods):
                         message.getJMSMessageID(),
                         pending.delivery_count,
                     )
-                    with self._cond:  # given back when its consumer detaches, never dropped
-                        self._orphans.setdefault(consumer, []).append(pending.incoming)
+                    self._poison(consumer, pending)
             return
         if auto:
             if self._recover_current:
                 self._redeliver_locally([(consumer, pending)])
             else:
-                self._ack_now(pending)
+                self._ack_consumed(consumer, pending)
 
     def on_dispatch_thread(self) -> bool:
         """Whether the caller is this session's listener / completion-callback thread (which must not wait
@@ -1072,6 +1115,7 @@ class Session(SessionDomainMethods):
                 self._connection.unregister_consumer(consumer)
             self._closing = []
             self._orphans = {}
+            self._lazy_acks = {}
             self._deferred_receipts = []
             self._epoch += 1
             self._tx = None
@@ -1129,6 +1173,7 @@ class Session(SessionDomainMethods):
             if owed:
                 self._closing.append(consumer)
             self._cond.notify_all()
+        self._flush_lazy_ack(consumer)
         if not owed:
             consumer.detach()
 

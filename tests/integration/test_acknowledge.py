@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from expectations import expected
@@ -198,3 +199,93 @@ def test_acknowledge_after_session_close_is_illegal(connection: Connection, uniq
     session.close()
     with pytest.raises(IllegalStateException):
         message.acknowledge()
+
+
+# -- DUPS_OK_ACKNOWLEDGE: lazy, cumulative where the broker allows (issue #21) ----------------------------
+
+
+@pytest.mark.parametrize("with_listener", [False, True], ids=["receive", "listener"])
+def test_dups_ok_consumes_everything_and_owes_nothing_after_close(
+    connect: Callable[..., Connection], unique_name: str, with_listener: bool
+) -> None:
+    """DUPS_OK acknowledges lazily (one ACK per half prefetch, or when nothing is buffered): whatever was
+    consumed is acknowledged by the time the session is closed, so nothing comes back."""
+    import threading
+
+    texts = [f"m{n}" for n in range(60)]
+    send_texts(connect(), unique_name, texts)
+    session = connect().createSession(False, Session.DUPS_OK_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    got: list[str] = []
+    if with_listener:
+        all_in = threading.Event()
+
+        def listener(message: Message) -> None:
+            got.append(text_of(message))
+            if len(got) == len(texts):
+                all_in.set()
+
+        consumer.setMessageListener(listener)
+        assert all_in.wait(RECEIVE_MS / 1000 * 4), f"only {len(got)} of {len(texts)} delivered"
+    else:
+        while len(got) < len(texts):
+            message = consumer.receive(RECEIVE_MS)
+            assert message is not None, f"only {len(got)} of {len(texts)} delivered"
+            got.append(text_of(message))
+    assert got == texts
+    session.close()
+    assert drain(connect(), unique_name, 1000) == []
+
+
+def test_dups_ok_after_a_lost_connection_redelivers_but_never_loses(
+    proxy: Any, via_proxy: Callable[..., Connection], connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """What a DUPS_OK consumer had consumed but not yet acknowledged when its connection died comes back
+    (JMS allows the duplicates there); nothing it had not consumed is lost."""
+    texts = [f"m{n}" for n in range(50)]
+    send_texts(connect(), unique_name, texts)
+    session = via_proxy(prefetch=50).createSession(False, Session.DUPS_OK_ACKNOWLEDGE)
+    consumer = session.createConsumer(session.createQueue(unique_name))
+    consumed = [text_of(consumer.receive(RECEIVE_MS)) for _ in range(10)]
+    assert consumed == texts[:10]
+    proxy.drop()
+    again = [text_of(m) for m in drain(connect(), unique_name, 2000)]
+    assert len(again) == len(set(again)), f"a message came back twice: {again}"
+    assert set(texts[10:]) <= set(again) <= set(texts), f"lost or foreign messages: {again}"
+
+
+def test_dups_ok_listener_poison_leaves_the_subscription_and_the_rest_is_consumed(
+    connect: Callable[..., Connection], unique_name: str, broker_kind: str
+) -> None:
+    """A message its DUPS_OK listener fails every time is redelivered locally 6 times, then leaves the
+    consumer without taking the others with it: on ActiveMQ, whose DUPS_OK ACKs are cumulative (a later
+    ACK would acknowledge it too), NACK moves it to the dead-letter queue; elsewhere it goes back to the
+    broker when the consumer closes, as in AUTO mode."""
+    import threading
+
+    poison = f"poison-{unique_name}"
+    send_texts(connect(), unique_name, ["a", poison, "b"])
+    attempts: list[str] = []
+    finished = threading.Event()
+
+    def listener(message: Message) -> None:
+        attempts.append(text_of(message))
+        if text_of(message) == poison:
+            raise RuntimeError("this message always fails")
+        if text_of(message) == "b":
+            finished.set()
+
+    connection = connect()
+    connection.setExceptionListener(lambda exc: None)
+    session = connection.createSession(False, Session.DUPS_OK_ACKNOWLEDGE)
+    session.createConsumer(session.createQueue(unique_name)).setMessageListener(listener)
+    assert finished.wait(RECEIVE_MS / 1000 * 2), f"'b' never came after the poison: {attempts}"
+    assert attempts == ["a"] + [poison] * 7 + ["b"]
+    session.close()
+    left = [text_of(m) for m in drain(connect(), unique_name, 1000)]
+    if broker_kind == "activemq":
+        assert left == []
+        dead = [text_of(m) for m in drain(connect(), "ActiveMQ.DLQ", 1000)]
+        assert poison in dead, f"the poison message is neither in the queue nor in ActiveMQ.DLQ: {dead}"
+    else:
+        assert left == [poison]
