@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -26,14 +27,29 @@ from jmslike.conformance.brokers.ports import free_port
 from . import java as j
 from . import launch_options
 from . import workloads as w
-from .report import ASYNC_TARGET, JAVA_TARGET, RSS_TARGET_MB, Row, document, format_table, percentile
+from .report import (
+    ASYNC_TARGET,
+    DUPS_OK_TARGET,
+    FIRE_AND_FORGET_TARGET,
+    JAVA_NON_PERSISTENT_TARGET,
+    JAVA_TARGET,
+    RSS_TARGET_MB,
+    SAME_WORK_TARGET,
+    Row,
+    document,
+    format_table,
+    percentile,
+)
 
 PUB = "publish PERSISTENT, sync"
 ASYNC = "publish PERSISTENT, async (raw: sync)"
 ASYNC_RAW = "publish PERSISTENT, async (raw: pipelined)"
-NONPERS = "publish NON_PERSISTENT, sync"
+NONPERS = "publish NON_PERSISTENT (raw: receipts pipelined)"
+NONPERS_FF = "publish NON_PERSISTENT (raw: fire-and-forget)"
 AUTO = "consume backlog, AUTO_ACK"
 CLIENT = "consume backlog, CLIENT_ACK"
+AUTO_PLAIN = "consume backlog, AUTO_ACK (raw: ack:auto)"
+DUPS = "consume backlog, DUPS_OK (raw: ack:auto)"
 FANOUT = "fan-out 1→10 durable (deliveries)"
 FANOUT_THREADED = "fan-out 1→10 durable (raw: listener thread)"
 P50 = "latency p50"
@@ -94,48 +110,96 @@ class Runner:
 
     def measure(self, row: Row, round_no: int, run: Callable[[str], float]) -> dict[str, float]:
         values: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         for side in w.SIDES if round_no % 2 == 0 else tuple(reversed(w.SIDES)):
+            w.CPU.last = math.nan
             values[side] = run(side)
-            _progress(f"{row.workload} {row.size} B round {round_no + 1} {side}: {values[side]:,.1f}")
+            cpu[side] = w.CPU.last
+            _progress(
+                f"{row.workload} {row.size} B round {round_no + 1} {side}: {values[side]:,.1f}"
+                + ("" if math.isnan(cpu[side]) else f" ({cpu[side]:.1f} µs CPU/msg)")
+            )
         row.jmslike.append(values["jmslike"])
         row.raw.append(values["raw"])
+        row.cpu_jmslike.append(cpu["jmslike"])
+        row.cpu_raw.append(cpu["raw"])
         return values
+
+    def derive(
+        self, row: Row, round_no: int, base: Row, keep: str, other: Callable[[], float]
+    ) -> dict[str, float]:
+        """Measure ``row`` whose ``keep`` side is what ``base`` measured this round; ``other()`` measures
+        the other side (a different peer for the same jmslike numbers, or the reverse)."""
+        return self.measure(row, round_no, lambda side: self.again(base, side) if side == keep else other())
+
+    def again(self, row: Row, side: str) -> float:
+        """What ``side`` measured for ``row`` this round, standing in again (rate and CPU per message)."""
+        return w.reuse(getattr(row, side)[-1], getattr(row, f"cpu_{side}")[-1])
 
 
 def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[str]) -> None:
+    """Each round: the same-work rows (both sides measured), then rows that set one of those sides
+    against another peer (the side measured already stands in again, rate and CPU)."""
     for r in range(rounds):
         if "publish" in only:
-            sync = runner.measure(runner.row(PUB, size), r, lambda side: w.publish_sync(bench, size, side))
-            value = w.publish_async(bench, size, "jmslike")
-            _progress(f"{ASYNC} {size} B round {r + 1} jmslike: {value:,.1f}")
+            pub = runner.row(PUB, size)
+            runner.measure(pub, r, lambda side: w.publish_sync(bench, size, side))
             row = runner.row(ASYNC, size, target=ASYNC_TARGET, note="raw = raw synchronous persistent")
-            row.jmslike.append(value)
-            row.raw.append(sync["raw"])
-
-            def pipelined(side: str, value: float = value) -> float:
-                return value if side == "jmslike" else w.publish_async(bench, size, "raw")
-
+            runner.derive(row, r, pub, "raw", lambda: w.publish_async(bench, size, "jmslike"))
             note = "raw = same frames, receipts pipelined (window 256)"
-            runner.measure(runner.row(ASYNC_RAW, size, note=note), r, pipelined)
+            runner.derive(
+                runner.row(ASYNC_RAW, size, note=note),
+                r,
+                row,
+                "jmslike",
+                lambda: w.publish_async(bench, size, "raw"),
+            )
         if "nonpersistent" in only:
-            runner.measure(
-                runner.row(NONPERS, size), r, lambda side: w.publish_sync(bench, size, side, persistent=False)
+            note = "jmslike unwaited, timed until confirmed; raw = receipt per send, window 256"
+            same = runner.row(NONPERS, size, target=SAME_WORK_TARGET, note=note)
+            runner.measure(same, r, lambda side: w.publish_non_persistent(bench, size, side))
+            note = "raw = no receipts, one at the end (stomp.py as usually written)"
+            runner.derive(
+                runner.row(NONPERS_FF, size, target=FIRE_AND_FORGET_TARGET, note=note),
+                r,
+                same,
+                "jmslike",
+                lambda: w.publish_non_persistent(bench, size, "raw-ff"),
             )
         if "consume" in only:
-            for name, mode in ((AUTO, Session.AUTO_ACKNOWLEDGE), (CLIENT, Session.CLIENT_ACKNOWLEDGE)):
-                runner.measure(
-                    runner.row(name, size, note=f"{bench.backlog} messages"),
-                    r,
-                    lambda side, mode=mode: w.consume(bench, size, side, mode),  # type: ignore[misc]
-                )
+            auto = runner.row(AUTO, size, target=SAME_WORK_TARGET, note=f"{bench.backlog} messages")
+            runner.measure(auto, r, lambda side: w.consume(bench, size, side, Session.AUTO_ACKNOWLEDGE))
+            client = runner.row(CLIENT, size, target=SAME_WORK_TARGET, note=f"{bench.backlog} messages")
+            runner.measure(client, r, lambda side: w.consume(bench, size, side, Session.CLIENT_ACKNOWLEDGE))
+            # The peer users would pick: raw stomp.py with ack:auto, against AUTO (same run) and DUPS_OK.
+            note = "raw = ack:auto, no ACK frames (stomp.py as usually written)"
+            plain = runner.row(AUTO_PLAIN, size, target=None, note=note)
+            runner.derive(
+                plain,
+                r,
+                auto,
+                "jmslike",
+                lambda: w.consume(bench, size, "raw-auto", Session.AUTO_ACKNOWLEDGE),
+            )
+            note = "jmslike DUPS_OK (lazy cumulative ACKs on ActiveMQ); raw = ack:auto"
+            runner.derive(
+                runner.row(DUPS, size, target=DUPS_OK_TARGET, note=note),
+                r,
+                plain,
+                "raw",
+                lambda: w.consume(bench, size, "jmslike", Session.DUPS_OK_ACKNOWLEDGE),
+            )
         if "fanout" in only:
-            fan = runner.measure(runner.row(FANOUT, size), r, lambda side: w.fanout(bench, size, side))
-
-            def threaded(side: str, value: float = fan["jmslike"]) -> float:
-                return value if side == "jmslike" else w.fanout(bench, size, "raw", listener_thread=True)
-
+            fan = runner.row(FANOUT, size)
+            runner.measure(fan, r, lambda side: w.fanout(bench, size, side))
             note = "raw = listeners on a thread per connection, as a JMS session's"
-            runner.measure(runner.row(FANOUT_THREADED, size, note=note), r, threaded)
+            runner.derive(
+                runner.row(FANOUT_THREADED, size, note=note),
+                r,
+                fan,
+                "jmslike",
+                lambda: w.fanout(bench, size, "raw", listener_thread=True),
+            )
         if "latency" in only:
             p50 = runner.row(P50, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
             p99 = runner.row(P99, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
@@ -168,10 +232,15 @@ def run_java(
         if "publish" in only:
             add(PUB, j.publish_sync(java, bench, size))
         if "nonpersistent" in only:
-            add(NONPERS, j.publish_sync(java, bench, size, persistent=False), target=None)
+            add(
+                NONPERS,
+                j.publish_sync(java, bench, size, persistent=False),
+                target=JAVA_NON_PERSISTENT_TARGET,
+            )
         if "consume" in only:
             add(AUTO, j.consume(java, bench, size, j.AUTO_ACKNOWLEDGE))
             add(CLIENT, j.consume(java, bench, size, j.CLIENT_ACKNOWLEDGE), target=None)
+            add(DUPS, j.consume(java, bench, size, j.DUPS_OK_ACKNOWLEDGE), target=None)
         if "latency" in only:
             samples = j.latency(java, bench, size)
             add(P50, percentile(samples, 50.0), "ms", None)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .workloads import WARMUP, Bench, fill, payload, sent_ns, stamped
+from .workloads import WARMUP, Bench, Stopwatch, fill, payload, sent_ns, stamped
 
 #: Jars of the ActiveMQ Java client (Debian's activemq package), and their dependencies.
 JARS = (
@@ -33,6 +33,7 @@ LIB_DIRS = (Path("/usr/share/activemq/lib"), Path("/usr/share/java"))
 
 AUTO_ACKNOWLEDGE = 1
 CLIENT_ACKNOWLEDGE = 2
+DUPS_OK_ACKNOWLEDGE = 3
 CLIENT_ACK_BATCH = 100  # as the jmslike/raw consume workload
 
 
@@ -109,12 +110,12 @@ def publish_sync(java: JavaJms, bench: Bench, size: int, persistent: bool = True
 
         for _ in range(WARMUP):
             send()
-        count, start = 0, time.perf_counter()
-        deadline = start + bench.duration_s
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
-        return count / (time.perf_counter() - start)
+        return clock.rate(count)
     finally:
         connection.close()
 
@@ -127,7 +128,7 @@ def consume(java: JavaJms, bench: Bench, size: int, mode: int) -> float:
     connection = java.connection()
     try:
         session = connection.createSession(False, mode)
-        start = time.perf_counter()
+        clock = Stopwatch()
         consumer = session.createConsumer(session.createQueue(queue_name))
         connection.start()
         for i in range(1, count + 1):
@@ -136,7 +137,7 @@ def consume(java: JavaJms, bench: Bench, size: int, mode: int) -> float:
                 raise TimeoutError(f"backlog drained after {i - 1} of {count}")
             if mode == CLIENT_ACKNOWLEDGE and (i % CLIENT_ACK_BATCH == 0 or i == count):
                 message.acknowledge()
-        return count / (time.perf_counter() - start)
+        return clock.rate(count)
     finally:
         connection.close()
 

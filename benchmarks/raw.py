@@ -123,7 +123,7 @@ class RawClient:
         self.conn.send(destination, body, headers=headers)
 
     def send_unconfirmed(self, destination: str, body: bytes, persistent: bool = True) -> None:
-        """SEND without a receipt: only for filling backlogs (set-up, never measured)."""
+        """SEND without a receipt: filling backlogs (set-up), and the fire-and-forget NON_PERSISTENT peer."""
         self.conn.send(destination, body, headers=self.send_headers(destination, body, persistent))
 
     def barrier(self, timeout_s: float = 300) -> None:

@@ -17,6 +17,10 @@ RATIO_TARGET = 0.9
 ASYNC_TARGET = 3.0
 RSS_TARGET_MB = 150.0
 JAVA_TARGET = 1.0  # stretch: jmslike at least as fast as ActiveMQ's Java client driven through JPype
+JAVA_NON_PERSISTENT_TARGET = 0.9  # issue #21: unwaited NON_PERSISTENT sends against the Java client's default
+SAME_WORK_TARGET = 0.95  # issue #21: never below today's same-work raw baseline
+DUPS_OK_TARGET = 0.9  # issue #21: DUPS_OK against raw ack:auto
+FIRE_AND_FORGET_TARGET = 0.8  # issue #21: unwaited NON_PERSISTENT against raw stomp.py without receipts
 
 
 def median(values: Iterable[float]) -> float:
@@ -58,6 +62,9 @@ class Row:
     raw: list[float] = field(default_factory=list)
     target: float | None = RATIO_TARGET
     note: str = ""
+    # This process's CPU µs per message in each round (time.process_time()), where the workload notes it.
+    cpu_jmslike: list[float] = field(default_factory=list)
+    cpu_raw: list[float] = field(default_factory=list)
 
     @property
     def higher_is_better(self) -> bool:
@@ -97,8 +104,10 @@ class Row:
             ratio=_clean(self.ratio),
             verdict=self.verdict(),
         )
-        data["jmslike"] = [_clean(v) for v in self.jmslike]
-        data["raw"] = [_clean(v) for v in self.raw]
+        for name in ("jmslike", "raw", "cpu_jmslike", "cpu_raw"):
+            data[name] = [_clean(v) for v in getattr(self, name)]
+        data["cpu_jmslike_median"] = _clean(median(self.cpu_jmslike))
+        data["cpu_raw_median"] = _clean(median(self.cpu_raw))
         return data
 
 
@@ -129,6 +138,13 @@ def _target(row: Row) -> str:
     return f">= {row.target:g}x" if row.higher_is_better else f"< {row.target:g} {row.unit}"
 
 
+def _cpu(row: Row) -> str:
+    ours, theirs = median(row.cpu_jmslike), median(row.cpu_raw)
+    if math.isnan(ours) and math.isnan(theirs):
+        return ""
+    return f"{_fmt(ours)} / {_fmt(theirs)}"
+
+
 def format_table(rows: Sequence[Row], baseline: str = "raw stomp.py") -> str:
     """A Markdown table (readable in a terminal as it is, pasteable into docs/performance.md).
 
@@ -142,6 +158,7 @@ def format_table(rows: Sequence[Row], baseline: str = "raw stomp.py") -> str:
         f"jmslike/{baseline.split()[0]}",
         "target",
         "",
+        "CPU µs/msg (jmslike / other)",
     )
     cells = [
         (
@@ -153,6 +170,7 @@ def format_table(rows: Sequence[Row], baseline: str = "raw stomp.py") -> str:
             _fmt(r.ratio),
             _target(r),
             r.verdict(),
+            _cpu(r),
         )
         for r in rows
     ]

@@ -10,6 +10,7 @@ raw stomp.py and kept out of the timed section.
 from __future__ import annotations
 
 import itertools
+import math
 import threading
 import time
 import uuid
@@ -56,6 +57,38 @@ class Bench:
         return f"bench.{what}.{uuid.uuid4().hex[:8]}.{next(_names)}"
 
 
+class _CpuNote:
+    """CPU microseconds per message of the last timed section (NaN when it recorded none)."""
+
+    last = math.nan
+
+
+CPU = _CpuNote()
+
+
+class Stopwatch:
+    """A timed section: wall-clock rate, and this process's CPU time per message (``time.process_time()``,
+    every thread: the client's reader thread, and the JVM's when the Java client runs in-process), which
+    is steadier than rates on a shared machine."""
+
+    def __init__(self) -> None:
+        self.wall = time.perf_counter()
+        self.cpu = time.process_time()
+
+    def rate(self, count: int, end: float | None = None) -> float:
+        """msg/s from the start to ``end`` (a perf_counter time; default now); notes CPU µs per message
+        in ``CPU.last``."""
+        wall = (time.perf_counter() if end is None else end) - self.wall
+        CPU.last = (time.process_time() - self.cpu) / count * 1e6 if count else math.nan
+        return count / wall
+
+
+def reuse(value: float, cpu_us: float) -> float:
+    """A side measured earlier in the round stands in again (its rate and its CPU per message)."""
+    CPU.last = cpu_us
+    return value
+
+
 def payload(size: int) -> bytes:
     return b"x" * size
 
@@ -82,12 +115,12 @@ def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True) ->
         try:
             for _ in range(WARMUP):
                 client.send_sync(dest, body, persistent)
-            count, start = 0, time.perf_counter()
-            deadline = start + bench.duration_s
+            count, clock = 0, Stopwatch()
+            deadline = time.perf_counter() + bench.duration_s
             while time.perf_counter() < deadline:
                 client.send_sync(dest, body, persistent)
                 count += 1
-            return count / (time.perf_counter() - start)
+            return clock.rate(count)
         finally:
             client.close()
     with bench.factory().createConnection(bench.user, bench.password) as connection:
@@ -102,12 +135,12 @@ def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True) ->
 
         for _ in range(WARMUP):
             send()
-        count, start = 0, time.perf_counter()
-        deadline = start + bench.duration_s
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
-        return count / (time.perf_counter() - start)
+        return clock.rate(count)
 
 
 class _Completions:
@@ -160,16 +193,71 @@ def publish_async(bench: Bench, size: int, side: str, window: int = 256) -> floa
         for _ in range(WARMUP):
             send()
         listener.wait_for(WARMUP)
-        count, start = 0, time.perf_counter()
-        deadline = start + bench.duration_s
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
         listener.wait_for(WARMUP + count)
-        return count / (time.perf_counter() - start)
+        return clock.rate(count)
 
 
-def _raw_pipelined(bench: Bench, body: bytes, window: int) -> float:
+def publish_non_persistent(bench: Bench, size: int, side: str) -> float:
+    """NON_PERSISTENT sends outside a transaction for ``duration_s``, timed until the broker confirmed the
+    last one (jmslike: ``producer.close()``, which waits for the window to drain); msg/s.
+
+    jmslike does not wait for each receipt (issue #21). ``raw`` does the same work: a receipt per send,
+    pipelined in a window of 256. ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
+    one receipted frame at the end to know the broker has everything."""
+    body = payload(size)
+    if side == "raw":
+        return _raw_pipelined(bench, body, 256, persistent=False)
+    if side == "raw-ff":
+        return _raw_fire_and_forget(bench, body)
+    with bench.factory().createConnection(bench.user, bench.password) as connection:
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        queue = session.createQueue(bench.name("nonpers"))
+        warm = session.createProducer(queue)
+        warm.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+
+        def send(producer: Any) -> None:
+            message = session.createBytesMessage()
+            message.writeBytes(body)
+            producer.send(message)
+
+        for _ in range(WARMUP):
+            send(warm)
+        warm.close()
+        producer = session.createProducer(queue)
+        producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
+        while time.perf_counter() < deadline:
+            send(producer)
+            count += 1
+        producer.close()
+        return clock.rate(count)
+
+
+def _raw_fire_and_forget(bench: Bench, body: bytes) -> float:
+    client = bench.raw()
+    dest = f"/queue/{bench.name('nonpers')}"
+    try:
+        for _ in range(WARMUP):
+            client.send_unconfirmed(dest, body, persistent=False)
+        client.barrier()
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
+        while time.perf_counter() < deadline:
+            client.send_unconfirmed(dest, body, persistent=False)
+            count += 1
+        client.barrier()
+        return clock.rate(count)
+    finally:
+        client.close()
+
+
+def _raw_pipelined(bench: Bench, body: bytes, window: int, persistent: bool = True) -> float:
     client = bench.raw()
     dest = f"/queue/{bench.name('async')}"
     slots = threading.BoundedSemaphore(window)
@@ -182,19 +270,19 @@ def _raw_pipelined(bench: Bench, body: bytes, window: int) -> float:
     def send() -> None:
         if not slots.acquire(timeout=30):
             raise TimeoutError("no receipt within 30 s")
-        client.send_async(dest, body, done, persistent=True)
+        client.send_async(dest, body, done, persistent=persistent)
 
     try:
         for _ in range(WARMUP):
             send()
         listener.wait_for(WARMUP)
-        count, start = 0, time.perf_counter()
-        deadline = start + bench.duration_s
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
         listener.wait_for(WARMUP + count)
-        return count / (time.perf_counter() - start)
+        return clock.rate(count)
     finally:
         client.close()
 
@@ -223,30 +311,31 @@ def consume(bench: Bench, size: int, side: str, mode: int, count: int | None = N
 
     AUTO_ACKNOWLEDGE acks each message as it is received; CLIENT_ACKNOWLEDGE calls acknowledge() every
     CLIENT_ACK_BATCH messages (jmslike then ACKs each delivered message and waits for the last receipt,
-    or on ActiveMQ sends one cumulative ``ack:client`` ACK; the raw side does the same)."""
+    or on ActiveMQ sends one cumulative ``ack:client`` ACK; the raw side does the same); DUPS_OK leaves
+    acknowledging to jmslike (lazy). ``raw-auto`` is raw stomp.py as people usually write a consumer:
+    ``ack:auto``, no ACK frames at all (the broker forgets each message as it sends it)."""
     count = bench.backlog if count is None else count
     queue_name = bench.name("consume")
     fill(bench, queue_name, count, payload(size))
     client_mode = mode == Session.CLIENT_ACKNOWLEDGE
-    if side == "raw":
+    if side in ("raw", "raw-auto"):
         client = bench.raw()
         try:
-            start = time.perf_counter()
+            clock = Stopwatch()
             cumulative = client_mode and bench.kind == "activemq"
-            client.subscribe(
-                f"/queue/{queue_name}", "raw-sub-1", ack="client" if cumulative else "client-individual"
-            )
+            ack = "auto" if side == "raw-auto" else "client" if cumulative else "client-individual"
+            client.subscribe(f"/queue/{queue_name}", "raw-sub-1", ack=ack)
             for i in range(1, count + 1):
                 frame = client.inbox.get(timeout=60)
                 last_of_batch = i % CLIENT_ACK_BATCH == 0 or i == count
-                if not cumulative or last_of_batch:
+                if ack != "auto" and (not cumulative or last_of_batch):
                     client.ack(frame, wait=client_mode and last_of_batch)
-            return count / (time.perf_counter() - start)
+            return clock.rate(count)
         finally:
             client.close()
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, mode)
-        start = time.perf_counter()
+        clock = Stopwatch()
         consumer = session.createConsumer(session.createQueue(queue_name))
         connection.start()
         for i in range(1, count + 1):
@@ -255,7 +344,7 @@ def consume(bench: Bench, size: int, side: str, mode: int, count: int | None = N
                 raise TimeoutError(f"backlog drained after {i - 1} of {count}")
             if client_mode and (i % CLIENT_ACK_BATCH == 0 or i == count):
                 message.acknowledge()
-        return count / (time.perf_counter() - start)
+        return clock.rate(count)
 
 
 # -- fan-out --------------------------------------------------------------------------------------------
@@ -346,15 +435,15 @@ def fanout(
                 message.writeBytes(body)
                 producer.send(message)
 
-        count, start = 0, time.perf_counter()
-        deadline = start + bench.duration_s
+        count, clock = 0, Stopwatch()
+        deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
         counter.expect(count * bench.subscribers)
         if not counter.reached.wait(120):
             raise TimeoutError(f"fan-out: {counter.value} of {count * bench.subscribers} delivered")
-        return counter.value / (counter.last - start)
+        return clock.rate(counter.value, counter.last)
     finally:
         for close in reversed(closers):
             close()

@@ -87,3 +87,17 @@ def test_json_document_has_no_nan() -> None:
     assert data["rows"][0]["raw_median"] is None
     assert data["rows"][0]["ratio"] is None
     assert data["meta"]["broker"] == "activemq"
+
+
+def test_cpu_column_shows_medians_of_both_sides_and_stays_empty_without_them() -> None:
+    rows = [
+        Row(
+            "consume", 256, "msg/s", jmslike=[9.0], raw=[10.0], cpu_jmslike=[40.0, 60.0, 50.0], cpu_raw=[45.5]
+        ),
+        Row("latency p50", 256, "ms", jmslike=[1.0], raw=[1.0], target=None),
+    ]
+    table = format_table(rows).splitlines()
+    assert table[2].rstrip(" |").endswith("50.0 / 45.5")
+    assert table[3].split("|")[-2].strip() == ""  # no CPU noted: an empty cell, not "- / -"
+    data = document(rows, {})["rows"][0]
+    assert data["cpu_jmslike_median"] == 50.0 and data["cpu_raw"] == [45.5]
