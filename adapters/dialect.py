@@ -350,6 +350,8 @@ class StompDialect:
 
 def encode_uncarriable(headers: dict[str, str]) -> None:
     """Base64 the values STOMP cannot carry, in place, and list them in ENCODED_HEADER."""
+    if not _UNCARRIABLE.search("".join(headers.values())):
+        return  # the usual case, in one scan
     names = [name for name, value in headers.items() if _UNCARRIABLE.search(value)]
     for name in names:
         headers[name] = base64.b64encode(headers[name].encode("utf-8", "surrogatepass")).decode("ascii")

@@ -24,11 +24,16 @@ _NUL: Final = b"\x00"
 
 
 def _escape_11(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+    # Most values need no escaping; three membership tests cost less than three replace() calls.
+    if "\\" in text or "\n" in text or ":" in text:
+        return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c")
+    return text
 
 
 def _escape_12(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
+    if "\\" in text or "\n" in text or ":" in text or "\r" in text:
+        return text.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\c").replace("\r", "\\r")
+    return text
 
 
 def encode_frame(command: str, headers: Mapping[str, str], body: bytes, version: str) -> bytes:

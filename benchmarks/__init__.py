@@ -4,7 +4,10 @@ from typing import Any
 
 
 def launch_options(broker: str) -> dict[str, Any]:
-    """Launcher options for benchmark brokers. ActiveMQ: a large heap, and a store limit the backlogs
-    cannot reach: unconsumed publish-workload messages pin KahaDB journal files, and a full 2 GB store
+    """Launcher options for benchmark brokers. ActiveMQ: a large heap, and store and temp limits the
+    backlogs cannot reach: unconsumed publish-workload messages pin KahaDB journal files (PERSISTENT) or
+    fill the temp store (NON_PERSISTENT, ~25,000 x 4 KB per unwaited measurement), and a full store
     blocks producers for good."""
-    return {"heap_mb": 2048, "store_limit": "40 gb"} if broker == "activemq" else {}
+    if broker != "activemq":
+        return {}
+    return {"heap_mb": 2048, "store_limit": "40 gb", "temp_limit": "40 gb"}

@@ -179,7 +179,7 @@ def publish_async(bench: Bench, size: int, side: str, window: int = 256) -> floa
     the runner reports both)."""
     body = payload(size)
     if side == "raw":
-        return _raw_pipelined(bench, body, window)
+        return _raw_pipelined(bench, body, window)[0]
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
         producer = session.createProducer(session.createQueue(bench.name("async")))
@@ -208,15 +208,24 @@ def publish_non_persistent(bench: Bench, size: int, side: str) -> float:
 
     jmslike does not wait for each receipt (issue #21). ``raw`` does the same work: a receipt per send,
     pipelined in a window of 256. ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
-    one receipted frame at the end to know the broker has everything."""
+    one receipted frame at the end to know the broker has everything. The queue is emptied afterwards,
+    untimed: ActiveMQ keeps NON_PERSISTENT messages in memory and blocks every producer once it is full."""
     body = payload(size)
+    queue_name = bench.name("nonpers")
     if side == "raw":
-        return _raw_pipelined(bench, body, 256, persistent=False)
-    if side == "raw-ff":
-        return _raw_fire_and_forget(bench, body)
+        rate, sent = _raw_pipelined(bench, body, 256, persistent=False, queue_name=queue_name)
+    elif side == "raw-ff":
+        rate, sent = _raw_fire_and_forget(bench, body, queue_name)
+    else:
+        rate, sent = _jmslike_non_persistent(bench, body, queue_name)
+    discard(bench, queue_name, sent)
+    return rate
+
+
+def _jmslike_non_persistent(bench: Bench, body: bytes, queue_name: str) -> tuple[float, int]:
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
-        queue = session.createQueue(bench.name("nonpers"))
+        queue = session.createQueue(queue_name)
         warm = session.createProducer(queue)
         warm.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
 
@@ -236,12 +245,12 @@ def publish_non_persistent(bench: Bench, size: int, side: str) -> float:
             send(producer)
             count += 1
         producer.close()
-        return clock.rate(count)
+        return clock.rate(count), WARMUP + count
 
 
-def _raw_fire_and_forget(bench: Bench, body: bytes) -> float:
+def _raw_fire_and_forget(bench: Bench, body: bytes, queue_name: str) -> tuple[float, int]:
     client = bench.raw()
-    dest = f"/queue/{bench.name('nonpers')}"
+    dest = f"/queue/{queue_name}"
     try:
         for _ in range(WARMUP):
             client.send_unconfirmed(dest, body, persistent=False)
@@ -252,14 +261,28 @@ def _raw_fire_and_forget(bench: Bench, body: bytes) -> float:
             client.send_unconfirmed(dest, body, persistent=False)
             count += 1
         client.barrier()
-        return clock.rate(count)
+        return clock.rate(count), WARMUP + count
     finally:
         client.close()
 
 
-def _raw_pipelined(bench: Bench, body: bytes, window: int, persistent: bool = True) -> float:
+def discard(bench: Bench, queue_name: str, count: int) -> None:
+    """Set-up: take ``count`` messages off a queue (``ack:auto``), so a measurement leaves no backlog."""
     client = bench.raw()
-    dest = f"/queue/{bench.name('async')}"
+    try:
+        client.subscribe(f"/queue/{queue_name}", "discard", ack="auto")
+        for _ in range(count):
+            client.inbox.get(timeout=60)
+    finally:
+        client.close()
+
+
+def _raw_pipelined(
+    bench: Bench, body: bytes, window: int, persistent: bool = True, queue_name: str | None = None
+) -> tuple[float, int]:
+    """Receipted sends in a window of ``window``; (msg/s, messages sent)."""
+    client = bench.raw()
+    dest = f"/queue/{queue_name or bench.name('async')}"
     slots = threading.BoundedSemaphore(window)
     listener = _Completions()
 
@@ -282,7 +305,7 @@ def _raw_pipelined(bench: Bench, body: bytes, window: int, persistent: bool = Tr
             send()
             count += 1
         listener.wait_for(WARMUP + count)
-        return clock.rate(count)
+        return clock.rate(count), WARMUP + count
     finally:
         client.close()
 

@@ -37,7 +37,8 @@ COLUMNS = (
 )
 KEY_COLUMN = "_dedupeKey"
 
-# jmslike's producers stamp "ID:" + 32 hex digits (uuid4), the same on every delivery of the message.
+# jmslike's producers stamp "ID:" + 32 hex digits (a random prefix per producer and a counter), the same on
+# every delivery of the message.
 _JMSLIKE_ID = re.compile(r"ID:[0-9a-f]{32}")
 
 
