@@ -226,8 +226,11 @@ def run_java(
         if key not in java_rows:
             java_rows[key] = Row(workload, size, unit, target=target, note="baseline = Java client via JPype")
         java_rows[key].raw.append(value)
+        java_rows[key].cpu_raw.append(w.CPU.last)  # noted by the workload just measured, if it notes any
+        w.CPU.last = math.nan
         _progress(f"{workload} {size} B java: {value:,.1f}")
 
+    w.CPU.last = math.nan
     for _ in range(rounds):
         if "publish" in only:
             add(PUB, j.publish_sync(java, bench, size))
@@ -248,6 +251,7 @@ def run_java(
     for key, row in java_rows.items():
         if key[1] == size and key in runner.rows:
             row.jmslike = list(runner.rows[key].jmslike)
+            row.cpu_jmslike = list(runner.rows[key].cpu_jmslike)
 
 
 def run_rss(runner: Runner, bench: w.Bench, backlog: int) -> None:
