@@ -139,7 +139,7 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "send_window_bytes": (
         "send_window_bytes",
         _positive_int,
-        "bytes of asynchronous sends awaiting their receipt, per session (0 = no byte bound)",
+        "bytes of message bodies of asynchronous sends awaiting their receipt, per session (0 = no bound)",
     ),
     "force_sync_send": (
         "force_sync_send",

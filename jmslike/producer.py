@@ -8,14 +8,16 @@ ExceptionListener and fails the producer's next ``send`` or ``close``, and ``clo
 send wait). ``send(..., completionListener=l)`` (JMS 2.0) returns at once too, and the listener's
 ``onCompletion``/``onException`` run on the session's dispatch thread, never the receiver thread. Both kinds
 of asynchronous send share one window per session, bounded in messages (``send_window``) and bytes
-(``send_window_bytes``), so a producer cannot run ahead of the broker without bound. As in JMS, the message's own delivery mode, priority and expiration are overwritten by the
-producer's (``setJMSDeliveryMode`` before send has no effect).
+(``send_window_bytes``), so a producer cannot run ahead of the broker without bound. As in JMS, the
+message's own delivery mode, priority and expiration are overwritten by the producer's
+(``setJMSDeliveryMode`` before send has no effect).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import threading
 import time
 import uuid
 from typing import TYPE_CHECKING, Any, Protocol
@@ -66,8 +68,10 @@ class MessageProducer(ProducerDomainMethods):
         self._disable_timestamp = False
         self._closed = False
         # The first error the broker answered to an unwaited NON_PERSISTENT send (set on the receiver
-        # thread), raised by the next send or close.
+        # thread), raised by the next send or close; and how many such sends a lost connection took along.
         self._failed_send: JMSException | None = None
+        self._lost_sends = 0
+        self._async_lock = threading.Lock()
         # JMSMessageID: "ID:" and 32 hex digits, unique without a uuid4 per send: 20 random digits per
         # producer, then a 12-digit counter (spark_sink relies on the shape, docs/api.md on uniqueness).
         self._id_prefix = "ID:" + uuid.uuid4().hex[:20]
@@ -142,12 +146,20 @@ class MessageProducer(ProducerDomainMethods):
     def close(self) -> None:
         """Close the producer once the broker confirmed its session's asynchronous sends (bounded by the
         receipt timeout; JMS 2.0 §7.3.7); later calls raise IllegalStateException. Raises the error of an
-        unwaited NON_PERSISTENT send that no call has reported yet."""
+        unwaited NON_PERSISTENT send that no call has reported yet (the producer is closed all the same)."""
         if not self._closed and not self._session.settle_sends():
             log.warning("closing a producer whose asynchronous sends are still unconfirmed")
+        error = self.close_quietly()
+        if error is not None:
+            raise error
+
+    def close_quietly(self) -> JMSException | None:
+        """Close without waiting, and return (not raise) the unreported error of an unwaited send: for the
+        session's close, which settled its sends already and must close every producer (the error has
+        reached the ExceptionListener)."""
         self._closed = True
         self._session._remove_producer(self)
-        self._raise_failed_send()
+        return self._take_failed_send()
 
     def __enter__(self) -> MessageProducer:
         return self
@@ -161,14 +173,34 @@ class MessageProducer(ProducerDomainMethods):
         self._session._check_open()
 
     def _raise_failed_send(self) -> None:
-        error, self._failed_send = self._failed_send, None
+        error = self._take_failed_send()
         if error is not None:
-            raised = type(error)(
-                f"an earlier NON_PERSISTENT send of this producer was refused by the broker (that message is "
-                f"lost): {error.reason}",
-                error.errorCode,
+            raise error
+
+    def _note_lost_send(self, error: JMSException) -> None:
+        with self._async_lock:
+            self._lost_sends += 1
+            lost = self._lost_sends
+        if lost == 1 or lost % 100 == 0:
+            log.warning(
+                "%d NON_PERSISTENT message(s) of a producer were unconfirmed when the connection was lost and "
+                "may be lost (JMS allows it for NON_PERSISTENT; use PERSISTENT or force_sync_send=true to know): %s",
+                lost,
+                error,
             )
-            raise raised from error
+
+    def _take_failed_send(self) -> JMSException | None:
+        with self._async_lock:  # the receiver thread sets it
+            error, self._failed_send = self._failed_send, None
+        if error is None:
+            return None
+        raised = type(error)(
+            f"an earlier NON_PERSISTENT send of this producer was refused by the broker (that message is lost): "
+            f"{error.reason}; this call did nothing, call it again",
+            error.errorCode,
+        )
+        raised.__cause__ = error
+        return raised
 
     # -- send -----------------------------------------------------------------------------------------
 
@@ -298,10 +330,12 @@ class MessageProducer(ProducerDomainMethods):
         def done(error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
             if listener is None:
                 session.release_send_slot(size)
-                if error is not None and not isinstance(error, ConnectionLostException):
-                    # A loss is reported by the connection itself; at-most-once allows losing the message.
-                    if self._failed_send is None:
-                        self._failed_send = error
+                if isinstance(error, ConnectionLostException):
+                    self._note_lost_send(error)  # at-most-once allows the loss, not silence
+                elif error is not None:
+                    with self._async_lock:
+                        if self._failed_send is None:
+                            self._failed_send = error
                     connection.report(error)
             elif error is None:
                 session.release_send_slot(size, lambda: listener.onCompletion(message))

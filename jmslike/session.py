@@ -59,9 +59,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A listener that keeps raising in AUTO mode gets its message back this many times, like the ActiveMQ
-# Java client's maximumRedeliveries; after that the message stays unacknowledged on the broker (never
-# dropped) and is redelivered when the consumer closes.
+# A listener that keeps raising in AUTO or DUPS_OK mode gets its message back this many times, like the
+# ActiveMQ Java client's maximumRedeliveries; after that the message stays unacknowledged on the broker
+# (never dropped) and is redelivered when the consumer closes; on a cumulative DUPS_OK subscription it is
+# NACKed instead (Session._poison).
 MAX_LISTENER_REDELIVERIES = 6
 
 
@@ -603,26 +604,31 @@ class Session(SessionDomainMethods):
         not acknowledged yet, so it is settled by the next acknowledge() instead."""
         if self._ack_mode == AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
             self._ack_consumed(consumer, pending)
-        elif consumer.spec.cumulative_ack:
+        elif _cumulative(consumer, pending):
             with self._cond:
                 self._unacked.append((consumer, pending))
         else:
             self._ack_now(pending)
 
     def _ack_consumed(self, consumer: MessageConsumer, pending: Pending) -> None:
-        """AUTO / DUPS_OK: the application has the message. AUTO acknowledges each one. DUPS_OK on a
-        cumulative subscription acknowledges lazily, as JMS allows there (duplicates after a failure): one
-        ACK for half a prefetch of consumed messages, or as soon as the consumer has nothing buffered, so an
-        idle consumer owes the broker nothing."""
-        if not consumer.spec.cumulative_ack:
+        """AUTO / DUPS_OK: the message is done with (delivered, or dropped as expired or filtered). AUTO
+        acknowledges each one. DUPS_OK on a cumulative subscription acknowledges lazily, as JMS allows there
+        (duplicates after a failure): one ACK for half a prefetch of them, or as soon as the consumer has
+        nothing buffered, so an idle consumer owes the broker nothing. A local delivery (jmslike's own,
+        nothing on the broker) never stands in for the ACK owed for broker messages."""
+        if not _cumulative(consumer, pending):
             self._ack_now(pending)
             return
         with self._cond:
-            owed = self._lazy_acks.pop(consumer, (0, pending))[0] + 1
-            if owed < max(1, consumer.spec.prefetch // 2) and consumer._inbox:
-                self._lazy_acks[consumer] = (owed, pending)
+            owed, newest = self._lazy_acks.pop(consumer, (0, None))
+            if not pending.incoming.local:
+                owed, newest = owed + 1, pending
+            if newest is None:
                 return
-        self._ack_now(pending)
+            if owed < max(1, consumer.spec.prefetch // 2) and consumer._inbox:
+                self._lazy_acks[consumer] = (owed, newest)
+                return
+        self._ack_now(newest)
 
     def _flush_lazy_ack(self, consumer: MessageConsumer) -> None:
         """DUPS_OK: send the ACK ``consumer`` still owes for what it consumed (before it detaches, or before
@@ -635,14 +641,15 @@ class Session(SessionDomainMethods):
     def _poison(self, consumer: MessageConsumer, pending: Pending) -> None:
         """A listener failed ``pending`` too often. Normally it goes back to the broker when its consumer
         detaches; on a cumulative subscription any later ACK would acknowledge it too, so it is taken off
-        the subscription now (the broker's dead-letter queue) after the ACK owed for what came before it."""
-        if not consumer.spec.cumulative_ack or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
+        the subscription now (the broker's dead-letter queue; ActiveMQ's default policy discards a
+        NON_PERSISTENT one) after the ACK owed for what came before it."""
+        if not _cumulative(consumer, pending) or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
             with self._cond:  # given back when its consumer detaches, never dropped
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
             return
         self._flush_lazy_ack(consumer)
-        if pending.epoch != self._epoch:
-            return  # the broker has it back already, with the connection that delivered it
+        if pending.epoch != self._epoch or pending.incoming.local:
+            return  # the broker has it back already (lost connection), or never had it (local)
         try:
             self._connection.wire_for_use().post(self._connection.adapter.poison_frame(pending.incoming))
         except ConnectionLostException:
@@ -971,7 +978,7 @@ class Session(SessionDomainMethods):
         try:
             for consumer in settled:
                 try:
-                    consumer.detach()
+                    self._detach(consumer)
                 except Exception as exc:
                     self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
         finally:
@@ -993,7 +1000,8 @@ class Session(SessionDomainMethods):
                     self._redeliver_locally([(consumer, pending)])
                 else:
                     log.error(
-                        "message %s failed %d times in its listener; handed back to the broker",
+                        "message %s failed %d times in its listener; handed back to the broker (or, on a "
+                        "cumulative DUPS_OK subscription, to its dead-letter queue)",
                         message.getJMSMessageID(),
                         pending.delivery_count,
                     )
@@ -1036,8 +1044,9 @@ class Session(SessionDomainMethods):
                 if remaining <= 0:
                     raise JMSException(
                         f"{self._in_flight} asynchronous send(s) ({self._in_flight_bytes} bytes) still "
-                        f"unconfirmed after {timeout:.1f}s (receipt_timeout_ms): the broker does not answer; "
-                        "this send was not made"
+                        f"unconfirmed after {timeout:.1f}s (receipt_timeout_ms): the broker does not answer "
+                        "(ActiveMQ: producer flow control, a full memory or store limit); this send was not "
+                        "made: send it again later, or raise receipt_timeout_ms"
                     )
                 self._cond.wait(remaining)
             self._in_flight += 1
@@ -1152,7 +1161,7 @@ class Session(SessionDomainMethods):
             self._unacked = []
         self._release_closed()
         for producer in list(self._producers):
-            producer.close()
+            producer.close_quietly()  # this session's sends are settled above; errors went to the listener
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -1173,9 +1182,14 @@ class Session(SessionDomainMethods):
             if owed:
                 self._closing.append(consumer)
             self._cond.notify_all()
-        self._flush_lazy_ack(consumer)
         if not owed:
-            consumer.detach()
+            self._detach(consumer)
+
+    def _detach(self, consumer: MessageConsumer) -> None:
+        """End a closed consumer's subscription, after the lazy DUPS_OK ACK it still owes (sent by the same
+        thread, so it reaches the broker before the UNSUBSCRIBE and after any ACK of its last delivery)."""
+        self._flush_lazy_ack(consumer)
+        consumer.detach()
 
     def _hand_back(self, consumer: MessageConsumer) -> list[IncomingMessage]:
         """The closed consumer's messages that go back to the broker at detach (taken only once)."""
@@ -1187,7 +1201,7 @@ class Session(SessionDomainMethods):
         with self._cond:
             settled = self._settled_closed()
         for consumer in settled:
-            consumer.detach()
+            self._detach(consumer)
 
     def _settled_closed(self) -> list[MessageConsumer]:
         """Under ``_cond``: take the closed consumers that owe the broker nothing any more."""
@@ -1210,6 +1224,13 @@ class Session(SessionDomainMethods):
         return f"<Session ack_mode={self._ack_mode} {'closed' if self._closed else 'open'}>"
 
 
+def _cumulative(consumer: MessageConsumer, pending: Pending) -> bool:
+    """Whether ``pending`` came through ``consumer``'s own cumulative subscription: a durable subscriber's
+    companion subscription (durable_subscriptions) delivers through it with individual acknowledgement."""
+    incoming = pending.incoming
+    return consumer.spec.cumulative_ack and (incoming.local or incoming.sub_id == consumer.spec.sub_id)
+
+
 def _acks_for(batch: list[tuple[MessageConsumer, Pending]]) -> list[Pending]:
     """The deliveries whose ACK frames acknowledge ``batch``: each one, except that a cumulative
     subscription needs only its newest (consumption follows delivery order, recovered messages go back to
@@ -1217,7 +1238,7 @@ def _acks_for(batch: list[tuple[MessageConsumer, Pending]]) -> list[Pending]:
     acks: list[Pending] = []
     newest: dict[MessageConsumer, Pending] = {}
     for consumer, pending in batch:
-        if consumer.spec.cumulative_ack:
+        if _cumulative(consumer, pending) and not pending.incoming.local:
             newest[consumer] = pending
         else:
             acks.append(pending)
