@@ -184,38 +184,52 @@ class Connection(ConnectionDomainMethods):
 
     def _open_wire(self, client_id: str | None) -> StompWire:
         """Open a STOMP connection, trying each host of the list once, in order."""
-        from jmslike.adapters.transport import StompWire
-
         errors: list[JMSException] = []
         for host in self._config.hosts:
-            events = _Events(self)
-            wire = StompWire(
-                self._config,
-                host,
-                self.adapter.stomp_version,
-                events,
-                self.adapter.error_for,
-                self.adapter.default_vhost,
-                quick_ack=self.adapter.tcp_quick_ack,
-            )
-            events.wire = wire
             try:
-                connected = wire.open(self.adapter.connect_headers(self._config, client_id))
-                self.adapter.on_connected(wire, connected, client_id)
+                return self._open_host(host, client_id)
             except (ConnectionLostException, TimeoutError) as exc:
-                wire.close(timeout_s=0.5)
                 errors.append(exc if isinstance(exc, JMSException) else JMSException(str(exc)))
-                continue
-            except JMSException:
-                wire.close(timeout_s=0.5)
-                raise
-            self._server = connected.get("server", "")
-            return wire
         if len(errors) == 1:
             raise errors[0]
         raise ConnectionLostException(
             f"no broker of {self._config.describe()} could be reached: " + "; ".join(str(e) for e in errors)
         ) from errors[-1]
+
+    def _open_host(
+        self, host: tuple[str, int], client_id: str | None, *, ask_again: bool = True
+    ) -> StompWire:
+        """CONNECT to one host. A broker that closes the socket without an ERROR frame is asked once more,
+        as the ERROR with its reason may have raced the close (SilentConnectRefusal); the answer says why."""
+        from jmslike.adapters.transport import SilentConnectRefusal, StompWire
+
+        events = _Events(self)
+        wire = StompWire(
+            self._config,
+            host,
+            self.adapter.stomp_version,
+            events,
+            self.adapter.error_for,
+            self.adapter.default_vhost,
+            quick_ack=self.adapter.tcp_quick_ack,
+        )
+        events.wire = wire
+        try:
+            connected = wire.open(self.adapter.connect_headers(self._config, client_id))
+            self.adapter.on_connected(wire, connected, client_id)
+        except SilentConnectRefusal:
+            wire.close(timeout_s=0.5)
+            if not ask_again:
+                raise
+            log.info(
+                "broker at %s:%d closed the connection during CONNECT without a reason; asking again", *host
+            )
+            return self._open_host(host, client_id, ask_again=False)
+        except BaseException:
+            wire.close(timeout_s=0.5)
+            raise
+        self._server = connected.get("server", "")
+        return wire
 
     def wire_for_use(self) -> StompWire:
         """The current wire; while a reconnect is under way, wait for it (bounded) rather than fail."""

@@ -63,15 +63,24 @@ def proxy(broker: Any) -> Iterator[FaultProxy]:
 
 
 @pytest.fixture
-def via_proxy(broker: Any, url: str, proxy: FaultProxy) -> Iterator[Callable[..., Connection]]:
+def proxy_url(broker: Any, url: str, proxy: FaultProxy) -> Callable[..., str]:
+    """``proxy_url(**url_options)``: the broker's URL with ``proxy`` in place of the broker's address."""
+
+    def make(**options: object) -> str:
+        query = url.split("?", 1)[1] if "?" in url else ""
+        extra = "&".join(f"{k}={v}" for k, v in options.items())
+        return f"{broker.kind}://{proxy.host}:{proxy.port}?" + "&".join(p for p in (query, extra) if p)
+
+    return make
+
+
+@pytest.fixture
+def via_proxy(broker: Any, proxy_url: Callable[..., str]) -> Iterator[Callable[..., Connection]]:
     """``via_proxy(**url_options)``: a started connection through ``proxy``, closed after the test."""
     opened: list[Connection] = []
 
     def make(**options: object) -> Connection:
-        query = url.split("?", 1)[1] if "?" in url else ""
-        extra = "&".join(f"{k}={v}" for k, v in options.items())
-        target = f"{broker.kind}://{proxy.host}:{proxy.port}?" + "&".join(p for p in (query, extra) if p)
-        connection = ConnectionFactory(target).createConnection(broker.user, broker.password)
+        connection = ConnectionFactory(proxy_url(**options)).createConnection(broker.user, broker.password)
         opened.append(connection)
         connection.start()
         return connection
