@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from expectations import expected
+from restarts import restart
 
 from jmslike import (
     Connection,
@@ -92,7 +93,7 @@ def test_a_persistent_delayed_message_survives_a_broker_restart(
         producer.send(session.createTextMessage("kept"), DeliveryMode.PERSISTENT, 4, 0)
         sent_at = _now_ms()
         connection.close()
-        broker.restart(mode)
+        restart(broker, mode)
         after = connect()
         receiving = after.createSession(False, Session.AUTO_ACKNOWLEDGE)
         got = receiving.createConsumer(receiving.createQueue(unique_name)).receive(RECEIVE_MS)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from probes import durable_backlog
+from restarts import restart
 
 from jmslike import (
     Connection,
@@ -59,7 +60,7 @@ def test_queue_persistent_survives_non_persistent_does_not(
     send(connection, unique_name, "persistent", DeliveryMode.PERSISTENT)
     send(connection, unique_name, "non-persistent", DeliveryMode.NON_PERSISTENT)
     connection.close()
-    broker.restart(mode)
+    restart(broker, mode)
     assert [text_of(m) for m in drain(connect(), unique_name)] == ["persistent"]
 
 
@@ -76,7 +77,7 @@ def test_durable_subscription_and_backlog_survive(
     producer.send(publisher.createTextMessage("p"), DeliveryMode.PERSISTENT, 4, 0)
     producer.send(publisher.createTextMessage("np"), DeliveryMode.NON_PERSISTENT, 4, 0)
     connection.close()
-    broker.restart(mode)
+    restart(broker, mode)
     again = connect(cid)
     session = again.createSession(False, Session.AUTO_ACKNOWLEDGE)
     subscriber = session.createDurableSubscriber(session.createTopic(unique_name), "kept")
@@ -100,7 +101,7 @@ def test_unsubscribed_stays_deleted(
     publisher = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     publisher.createProducer(publisher.createTopic(unique_name)).send(publisher.createTextMessage("after"))
     connection.close()
-    broker.restart(mode)
+    restart(broker, mode)
     assert durable_backlog(broker, cid, unique_name, "deleted") in (None, [])
 
 
@@ -113,7 +114,7 @@ def test_unacknowledged_comes_back_after_restart(
     session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
     held = session.createConsumer(session.createQueue(unique_name)).receive(RECEIVE_MS)
     assert text_of(held) == "held"
-    broker.restart(mode)
+    restart(broker, mode)
     back = drain(connect(), unique_name)
     assert [text_of(m) for m in back] == ["held"]
     assert back[0].getJMSMessageID() == held.getJMSMessageID()  # type: ignore[union-attr]
@@ -130,7 +131,7 @@ def test_uncommitted_work_is_undone(
     tx.commit()
     assert text_of(tx.createConsumer(tx.createQueue(unique_name + ".in")).receive(RECEIVE_MS)) == "input"
     tx.createProducer(tx.createQueue(unique_name + ".out")).send(tx.createTextMessage("uncommitted"))
-    broker.restart(mode)
+    restart(broker, mode)
     with pytest.raises((TransactionRolledBackException, ConnectionLostException, JMSException)):
         tx.commit()
     fresh = connect()
@@ -186,7 +187,7 @@ def test_failover_resubscribes_and_keeps_receiving(
     send(publisher, queue_name, "queued-before", DeliveryMode.PERSISTENT)
     assert text_of(queue_consumer.receive(RECEIVE_MS)) == "queued-before"
     publisher.close()
-    broker.restart(mode)
+    restart(broker, mode)
     after = connect()
     publish = after.createSession(False, Session.AUTO_ACKNOWLEDGE)
     publish.createProducer(publish.createTopic(unique_name)).send(publish.createTextMessage("after"))

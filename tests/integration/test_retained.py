@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from expectations import EXPECTATIONS, expected
 from probes import durable_backlog
+from restarts import restart
 
 from jmslike import (
     Connection,
@@ -462,7 +463,7 @@ def test_restart_keeps_persistent_loses_non_persistent(
     assert len(updates(on_request(connect(), f"{unique_name}/#"))) == 4
     publisher.close()
     owner.close()
-    broker.restart(mode)
+    restart(broker, mode)
     session = connect(cid).createSession(False, Session.AUTO_ACKNOWLEDGE)
     subscriber = session.createDurableSubscriber(
         session.createTopic(f"{unique_name}/#"), "kept", onRequestOnly=True

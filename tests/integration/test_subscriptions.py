@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from expectations import expected
 from probes import durable_backlog, durable_backlog_now
+from restarts import restart
 
 from jmslike import (
     Connection,
@@ -427,7 +428,7 @@ def test_inactive_selector_across_broker_restart(
         publisher.send(text, delivery)
     connection.close()
     publisher_connection.close()
-    broker.restart(mode)
+    restart(broker, mode)
     again = connect(client)
     session = again.createSession(False, Session.AUTO_ACKNOWLEDGE)
     resumed = session.resumeDurableSubscriber("filtered")  # the record survived the restart
@@ -487,7 +488,7 @@ def test_attached_filtered_subscriber_survives_restart_with_reconnect(
     publisher.send("before-np", NP)
     assert sorted(receive_all(subscriber)) == ["before-np", "before-p"]
     generation = connection.generation
-    broker.restart(mode)
+    restart(broker, mode)
     deadline = time.monotonic() + 60
     while connection.generation == generation:
         assert time.monotonic() < deadline, "the connection did not reconnect"
