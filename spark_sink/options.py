@@ -49,6 +49,7 @@ SINK_OPTIONS: dict[str, str] = {
     "priority": "0-9, default 4, when a row has no priority",
     "timetolive": "milliseconds, 0 = never expires (default)",
     "transactionsize": "messages per broker transaction in each task (default 500)",
+    "deduplicate": "true: exactly once through the broker's duplicate detection (ActiveMQ Artemis only)",
 }
 
 
@@ -273,6 +274,9 @@ class SinkOptions:
     priority: int = 4
     time_to_live: int = 0
     transaction_size: int = 500
+    #: Each message carries an ID the broker drops repeats of (Artemis ``_AMQ_DUPL_ID``): retried tasks
+    #: publish nothing twice (publish.py).
+    deduplicate: bool = False
 
 
 def parse_delivery_mode(raw: object, where: str) -> int:
@@ -304,4 +308,18 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         priority=priority,
         time_to_live=_int_default(given, "timetolive", "timeToLive", 0, 0),
         transaction_size=_int_default(given, "transactionsize", "transactionSize", 500, 1),
+        deduplicate=_deduplicate(given, url),
     )
+
+
+def _deduplicate(given: Mapping[str, str], url: str) -> bool:
+    raw = given.get("deduplicate", "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise OptionError(f"option 'deduplicate' must be true or false, got {given['deduplicate']!r}")
+    if raw == "true" and not url.lower().startswith("artemis://"):
+        raise OptionError(
+            "option 'deduplicate' needs ActiveMQ Artemis (an artemis:// URL): it relies on the broker dropping "
+            "messages whose _AMQ_DUPL_ID it has seen; ActiveMQ Classic and RabbitMQ have no such detection, so "
+            "their writer is at-least-once (dedupe on the consuming side by a key of your own)"
+        )
+    return raw == "true"

@@ -15,6 +15,7 @@ PySpark has the ``SupportsTriggerAvailableNow`` mixin.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +29,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 
-from jmslike.spark_sink.options import parse_sink_options, parse_source_options
+from jmslike.spark_sink.options import OptionError, parse_sink_options, parse_source_options
 from jmslike.spark_sink.records import COLUMNS, SPARK_SCHEMA
 from jmslike.spark_sink.stager import Stager
 from jmslike.spark_sink.staging import StagingStore
@@ -50,6 +51,20 @@ log = logging.getLogger(__name__)
 
 FORMAT = "jms"
 READ_BATCH_ROWS = 10_000
+# Local properties Spark's micro-batch execution gives every task (StreamExecution.QUERY_ID_KEY,
+# MicroBatchExecution.BATCH_ID_KEY); the query ID is kept in the checkpoint, so a restarted query has the same.
+QUERY_ID_KEY = "sql.streaming.queryId"
+BATCH_ID_KEY = "streaming.sql.batchId"
+
+
+def _task() -> Any:
+    """The running Spark task's context (executor side only)."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    if context is None:
+        raise OptionError("deduplicate: the jms writer's write() ran outside a Spark task")
+    return context
 
 
 class JmsDataSource(DataSource):
@@ -173,19 +188,31 @@ class PublishedCount(WriterCommitMessage):
 
 
 class JmsWriter(DataSourceWriter):
-    """``df.write.format("jms")``: each task publishes its rows (see publish.py)."""
+    """``df.write.format("jms")``: each task publishes its rows (see publish.py).
+
+    With ``deduplicate`` the writer is made once on the driver with a fresh write ID, so every attempt of a
+    task names its rows ``<write ID>/<partition>:<row>`` alike and the broker drops what an earlier attempt
+    committed; writing the same frame again later is a new write."""
 
     def __init__(self, options: dict[str, str]) -> None:
         self._options = parse_sink_options(options)
+        self._write_id = uuid.uuid4().hex if self._options.deduplicate else None
 
     def write(self, iterator: Iterator[Any]) -> PublishedCount:
         from jmslike.spark_sink.publish import publish_rows
 
-        return PublishedCount(publish_rows(self._options, iterator))
+        row_ids = None
+        if self._write_id is not None:
+            row_ids = f"{self._write_id}/{_task().partitionId()}"
+        return PublishedCount(publish_rows(self._options, iterator, row_ids))
 
 
 class JmsStreamWriter(DataSourceStreamWriter):
-    """``df.writeStream.format("jms")``: each micro-batch's tasks publish their rows."""
+    """``df.writeStream.format("jms")``: each micro-batch's tasks publish their rows.
+
+    With ``deduplicate`` a row is named by the query's ID (kept in its checkpoint), the micro-batch ID,
+    the partition and the row's place in it: a micro-batch Spark runs again after a failure, even from a new
+    driver, publishes nothing twice."""
 
     def __init__(self, options: dict[str, str]) -> None:
         self._options = parse_sink_options(options)
@@ -193,7 +220,17 @@ class JmsStreamWriter(DataSourceStreamWriter):
     def write(self, iterator: Iterator[Any]) -> PublishedCount:
         from jmslike.spark_sink.publish import publish_rows
 
-        return PublishedCount(publish_rows(self._options, iterator))
+        row_ids = None
+        if self._options.deduplicate:
+            task = _task()
+            query, batch = task.getLocalProperty(QUERY_ID_KEY), task.getLocalProperty(BATCH_ID_KEY)
+            if not query or batch is None:
+                raise OptionError(
+                    "deduplicate: this task does not know its streaming query and micro-batch "
+                    f"({QUERY_ID_KEY}={query!r}, {BATCH_ID_KEY}={batch!r}), so it cannot name its rows"
+                )
+            row_ids = f"{query}/{batch}/{task.partitionId()}"
+        return PublishedCount(publish_rows(self._options, iterator, row_ids))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         total = sum(m.messages for m in messages if isinstance(m, PublishedCount))

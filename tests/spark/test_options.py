@@ -64,3 +64,13 @@ def test_sink_options() -> None:
         parse_sink_options({"url": "activemq://h:1", "queue": "q", "checkpointLocation": "/c"}).destination
         == "q"
     )
+
+
+def test_deduplicate_needs_artemis() -> None:
+    assert parse_sink_options({"url": "artemis://h:1", "queue": "q", "deduplicate": "TRUE"}).deduplicate
+    assert not parse_sink_options({"url": "artemis://h:1", "queue": "q"}).deduplicate
+    for url in ("activemq://h:1", "rabbitmq://h:1"):
+        with pytest.raises(OptionError, match="needs ActiveMQ Artemis"):
+            parse_sink_options({"url": url, "queue": "q", "deduplicate": "true"})
+    with pytest.raises(OptionError, match="true or false"):
+        parse_sink_options({"url": "artemis://h:1", "queue": "q", "deduplicate": "yes"})

@@ -38,7 +38,8 @@ def _integration_expectations() -> Any:
 
 
 def kill_durability(broker: Any) -> contextlib.AbstractContextManager[None]:
-    """What a broker SIGKILL may cost on this broker (RabbitMQ 3.10: known intermittent loss)."""
+    """What a broker SIGKILL may cost on this broker, from the integration tests' expectation table
+    (tests/integration/expectations.py); it has no "kill-durability" entry today, so a loss fails."""
     return _integration_expectations().expected("kill-durability", broker.kind)  # type: ignore[no-any-return]
 
 

@@ -4,6 +4,7 @@ delivery mode), in batch and in streaming queries; bad frames fail before anythi
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,8 @@ import pytest
 from conftest import broker_url
 
 from jmslike import BytesMessage, ConnectionFactory, DeliveryMode, Message, Session, TextMessage
+from jmslike.spark_sink.options import parse_sink_options
+from jmslike.spark_sink.publish import publish_rows
 
 
 def drain(broker: Any, queue: str, expected: int) -> list[Message]:
@@ -87,3 +90,57 @@ def test_stream_write_and_bad_columns(broker: Any, unique_name: str, spark: Any,
     with pytest.raises(Exception, match="colour"):
         wrong.write.format("jms").options(**writer_options(broker, unique_name)).mode("append").save()
     assert drain(broker, unique_name, 0) == []
+
+
+def _only_artemis(broker: Any) -> None:
+    if broker.kind != "artemis":
+        pytest.skip(f"deduplicate is Artemis's duplicate detection (_AMQ_DUPL_ID); {broker.kind} has none")
+
+
+def _crashing(rows: list[dict[str, Any]], after: int) -> Iterator[dict[str, Any]]:
+    """A task's rows that stop with an error after ``after`` of them, as an executor that dies mid-task."""
+    for index, row in enumerate(rows):
+        if index == after:
+            raise RuntimeError("the task died")
+        yield row
+
+
+@pytest.mark.timeout(300)
+def test_deduplicating_writer_publishes_each_row_once_across_attempts(broker: Any, unique_name: str) -> None:
+    """Three attempts of one task, each cut into other transactions and ordering its rows differently: every
+    row, the two identical ones included, is on the queue exactly once."""
+    _only_artemis(broker)
+    options = writer_options(broker, unique_name)
+    rows = [{"text": f"row {i}", "properties": {"n": str(i)}} for i in range(12)] + [{"text": "same"}] * 2
+    with pytest.raises(RuntimeError, match="the task died"):  # commits rows 0-2 and 3-5, loses 6
+        publish_rows(
+            parse_sink_options({**options, "transactionSize": "3", "deduplicate": "true"}),
+            _crashing(rows, 7),
+            "task-0",
+        )
+    with pytest.raises(RuntimeError, match="the task died"):  # reversed, in fours: commits 13..10, loses 9, 8
+        publish_rows(
+            parse_sink_options({**options, "transactionSize": "4", "deduplicate": "true"}),
+            _crashing(rows[::-1], 6),
+            "task-0",
+        )
+    last = publish_rows(
+        parse_sink_options({**options, "transactionSize": "5", "deduplicate": "true"}), iter(rows), "task-0"
+    )
+    # In fives: 0-4 refused (all there), 5-9 refused and sent one by one (6-9 go out), 10-13 refused.
+    assert last == 4
+    got = drain(broker, unique_name, 14)
+    assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(r["text"] for r in rows)
+
+
+@pytest.mark.timeout(300)
+def test_deduplicating_batch_write_through_spark(broker: Any, unique_name: str, spark: Any) -> None:
+    _only_artemis(broker)
+    frame = spark.createDataFrame([(f"row {i}",) for i in range(30)], "text STRING").repartition(3)
+    options = {**writer_options(broker, unique_name), "deduplicate": "true", "transactionSize": "4"}
+    frame.write.format("jms").options(**options).mode("append").save()
+    frame.write.format("jms").options(**options).mode("append").save()  # a new write: published again
+    got = drain(broker, unique_name, 60)
+    assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(
+        [f"row {i}" for i in range(30)] * 2
+    )
