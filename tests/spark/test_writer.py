@@ -144,3 +144,28 @@ def test_deduplicating_batch_write_through_spark(broker: Any, unique_name: str, 
     assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(
         [f"row {i}" for i in range(30)] * 2
     )
+
+
+@pytest.mark.timeout(300)
+def test_deduplicating_stream_write_names_rows_by_query_and_micro_batch(
+    broker: Any, unique_name: str, spark: Any, tmp_path: Path
+) -> None:
+    _only_artemis(broker)
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "part1.json").write_text("\n".join(json.dumps({"text": f"s{i}"}) for i in range(20)))
+    query = (
+        spark.readStream.schema("text STRING")
+        .json(str(incoming))
+        .writeStream.format("jms")
+        .options(**writer_options(broker, unique_name), deduplicate="true")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+    got = drain(broker, unique_name, 20)
+    assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(
+        f"s{i}" for i in range(20)
+    )
