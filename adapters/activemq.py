@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 
 from jmslike import selector as selectors
 from jmslike.body_codec import decode_body, encode_body
-from jmslike.config import ConnectionConfig
+from jmslike.config import AdapterOption, ConnectionConfig, parse_bool
 from jmslike.contract import (
     Capabilities,
     Frame,
@@ -58,6 +59,8 @@ TRANSFORMATION_HEADER = "transformation"
 #: arrives marked ``jms-json`` with its body unchanged, bytes unchanged and unmarked.
 SUBSCRIBE_TRANSFORMATION = "jms-json"
 MAP_TRANSFORMATION = "jms-map-json"
+#: URL option: MapMessages as Java MapMessages through that transformation (opt-in: needs XStream on the broker).
+MAP_TRANSFORMATION_OPTION = "activemq_map_transformation"
 _REMOTE_PREFIX = "ID:"
 
 _log = logging.getLogger(__name__)
@@ -93,6 +96,13 @@ class ActiveMQAdapter(StompDialect):
     # ActiveMQ's StompSubscription in ``client`` mode acknowledges every message dispatched to the
     # subscription up to and including the named one (its dispatched map is in delivery order).
     cumulative_client_ack = True
+    url_options: Mapping[str, AdapterOption] = {
+        MAP_TRANSFORMATION_OPTION: AdapterOption(
+            parse_bool,
+            False,
+            "ActiveMQ only: MapMessages as Java MapMessages (needs XStream on the broker's classpath)",
+        )
+    }
     # Its TCP transport leaves Nagle on by default (transport.tcpNoDelay=false): a receipt written behind an
     # unacknowledged frame waits for the client's delayed TCP ACK. Quick ACKs from our side avoid the wait.
     tcp_quick_ack = True
@@ -125,7 +135,7 @@ class ActiveMQAdapter(StompDialect):
         return {SCHEDULED_DELAY_HEADER: str(delay_ms)}
 
     def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]:
-        self._map_transformation = config.activemq_map_transformation
+        self._map_transformation = bool(config.option(MAP_TRANSFORMATION_OPTION))
         return super().connect_headers(config, client_id)
 
     def destination_name(self, destination: Destination) -> str:

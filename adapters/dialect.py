@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 
-from jmslike.config import ConnectionConfig
+from jmslike.config import AdapterOption, ConnectionConfig
 from jmslike.constants import DeliveryMode
 from jmslike.contract import (
     Browse,
@@ -125,6 +125,7 @@ class StompDialect:
     tcp_quick_ack = False
     _parsed_destinations: dict[str, Destination | None]
     temporary_names_are_local = True
+    url_options: Mapping[str, AdapterOption] = {}
     topic_syntax = TopicSyntax(separator=".", single="*", multi="#")
     # The broker's frame limits; exceeding one makes brokers drop the whole connection, so jmslike
     # refuses such a message before sending it. None = no known limit.

@@ -43,7 +43,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 
-from jmslike.config import ConnectionConfig
+from jmslike.config import AdapterOption, ConnectionConfig, parse_count
 from jmslike.contract import (
     RETAINED_STORE_PREFIX,
     Browse,
@@ -123,6 +123,17 @@ def shared_queue_name(spec: SubscriptionSpec) -> str:
     return shared_prefix(spec.client_id, spec.shared_name, spec.shared_durable) + digest
 
 
+#: URL options: declare queues with x-max-priority=N (0 = off) and with x-queue-type (classic or quorum).
+MAX_PRIORITY_OPTION = "rabbitmq_max_priority"
+QUEUE_TYPE_OPTION = "rabbitmq_queue_type"
+
+
+def _queue_type(value: str) -> str:
+    if value not in ("classic", "quorum"):
+        raise ValueError(f"expected classic or quorum, got {value!r}")
+    return value
+
+
 class RabbitMQAdapter(StompDialect):
     name = "rabbitmq"
     display_name = "RabbitMQ"
@@ -150,6 +161,18 @@ class RabbitMQAdapter(StompDialect):
         shared_subscriptions=True,
         verified_with="3.10.8",
     )
+    url_options: Mapping[str, AdapterOption] = {
+        MAX_PRIORITY_OPTION: AdapterOption(
+            parse_count,
+            0,
+            "RabbitMQ only: declare queues with x-max-priority=N so priorities order delivery (0 = off)",
+        ),
+        QUEUE_TYPE_OPTION: AdapterOption(
+            _queue_type,
+            "",
+            "RabbitMQ only: declare queues with x-queue-type (quorum or classic), as queues made by others are",
+        ),
+    }
     reserved_headers = STANDARD_HEADERS | {
         "expiration",
         "durable",
@@ -183,8 +206,9 @@ class RabbitMQAdapter(StompDialect):
         url = config.management_url or f"http://{host}:15672"
         self._management = RabbitMQManagement(url, config.credentials.user, config.credentials.password)
         self._vhost = config.vhost or "/"
-        self._max_priority = config.rabbitmq_max_priority
-        self._queue_type = config.rabbitmq_queue_type
+        max_priority = config.option(MAX_PRIORITY_OPTION)
+        self._max_priority = max_priority if isinstance(max_priority, int) else 0
+        self._queue_type = str(config.option(QUEUE_TYPE_OPTION))
         return {}
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:

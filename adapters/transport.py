@@ -48,6 +48,7 @@ import stomp.protocol
 import stomp.transport
 import stomp.utils
 
+from jmslike.adapters.stomp_core import error_text
 from jmslike.adapters.stomp_reader import HEARTBEAT, DecodedFrame, FrameDecodeError, FrameDecoder
 from jmslike.adapters.stomp_writer import encode_frame
 from jmslike.config import ConnectionConfig
@@ -755,14 +756,8 @@ class StompWire:
 
     def _on_error(self, frame: Any) -> None:
         headers: dict[str, str] = dict(frame.headers)
-        body = frame.body.decode("utf-8", "replace") if isinstance(frame.body, bytes) else str(frame.body)
-        # Brokers put a summary in the message header and detail (ActiveMQ: the exception class) in the
-        # body's first line; both are needed to classify the error.
-        lines = body.strip().splitlines()
-        detail = lines[0].strip() if lines else ""
-        text = headers.get("message", "") or detail or "ERROR frame without a message"
-        if detail and detail not in text:
-            text = f"{text} ({detail})"
+        body = frame.body if isinstance(frame.body, bytes) else str(frame.body).encode("utf-8", "replace")
+        text = error_text(headers, body)
         if not self._connected.is_set():
             self._connect_error = text
             self._connected.set()

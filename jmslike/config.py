@@ -2,7 +2,7 @@
 
 URL first (``activemq://host:61613``, ``rabbitmq+ssl://h1:61614,h2:61614?heartbeat_ms=5000``): the scheme
 picks the adapter, a comma list of hosts is a failover list, and every query key is documented in
-:data:`QUERY_KEYS`. An unknown key is an error rather than silently ignored, because a typo in a
+:data:`QUERY_KEYS`, or by the adapter that declares it (``Adapter.url_options``: options of one broker). An unknown key is an error rather than silently ignored, because a typo in a
 reliability setting is exactly the kind of mistake that only shows up in production.
 Secrets (user, password, key password) never appear in ``repr`` or logs.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote
 
@@ -67,9 +68,8 @@ class ConnectionConfig:
     reconnect_delay_ms: int = 200
     reconnect_max_delay_ms: int = 5_000
     management_url: str | None = None
-    activemq_map_transformation: bool = False
-    rabbitmq_max_priority: int = 0
-    rabbitmq_queue_type: str = ""
+    #: The options the scheme's adapter declares (``Adapter.url_options``), every one present, parsed.
+    adapter_options: tuple[tuple[str, object], ...] = ()
     no_durable_topics: tuple[str, ...] = ()
     #: Largest frame (headers + body) accepted from the broker; a bigger one drops the connection.
     max_frame_bytes: int = 100 * 1024 * 1024
@@ -79,6 +79,13 @@ class ConnectionConfig:
     @property
     def adapter_name(self) -> str:
         return self.scheme
+
+    def option(self, name: str) -> object:
+        """The value of an option the adapter declared (its default when the URL does not give it)."""
+        for key, value in self.adapter_options:
+            if key == name:
+                return value
+        raise KeyError(f"{self.scheme} adapter declares no URL option {name!r}")
 
     def with_credentials(self, user: str | None, password: str | None) -> ConnectionConfig:
         """Credentials given to ``createConnection`` override those in the URL."""
@@ -92,7 +99,8 @@ class ConnectionConfig:
         return f"{self.scheme}{'+ssl' if self.ssl else ''}://{hosts}"
 
 
-def _bool(value: str) -> bool:
+def parse_bool(value: str) -> bool:
+    """A URL option's true/false (also 1/0, yes/no, on/off)."""
     lowered = value.lower()
     if lowered in ("true", "1", "yes", "on"):
         return True
@@ -108,17 +116,12 @@ def _frame_limit(value: str) -> int:
     return number
 
 
-def _positive_int(value: str) -> int:
+def parse_count(value: str) -> int:
+    """A URL option's whole number >= 0."""
     number = int(value)
     if number < 0:
         raise ValueError(f"expected a number >= 0, got {value!r}")
     return number
-
-
-def _queue_type(value: str) -> str:
-    if value not in ("classic", "quorum"):
-        raise ValueError(f"expected classic or quorum, got {value!r}")
-    return value
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -127,46 +130,31 @@ def _names(value: str) -> tuple[str, ...]:
 
 # key -> (field name, parser, meaning); the README's table of query keys is this dict.
 QUERY_KEYS: dict[str, tuple[str, object, str]] = {
-    "heartbeat_ms": ("heartbeat_ms", _positive_int, "STOMP heart-beat in both directions, 0 = off"),
-    "connect_timeout_ms": ("connect_timeout_ms", _positive_int, "how long CONNECT may take"),
-    "receipt_timeout_ms": ("receipt_timeout_ms", _positive_int, "how long a send/ack waits for a receipt"),
-    "prefetch": ("prefetch", _positive_int, "messages the broker may push ahead per consumer"),
+    "heartbeat_ms": ("heartbeat_ms", parse_count, "STOMP heart-beat in both directions, 0 = off"),
+    "connect_timeout_ms": ("connect_timeout_ms", parse_count, "how long CONNECT may take"),
+    "receipt_timeout_ms": ("receipt_timeout_ms", parse_count, "how long a send/ack waits for a receipt"),
+    "prefetch": ("prefetch", parse_count, "messages the broker may push ahead per consumer"),
     "send_window": (
         "send_window",
-        _positive_int,
+        parse_count,
         "asynchronous sends (completion listener, NON_PERSISTENT) awaiting their receipt, per session",
     ),
     "send_window_bytes": (
         "send_window_bytes",
-        _positive_int,
+        parse_count,
         "bytes of message bodies of asynchronous sends awaiting their receipt, per session (0 = no bound)",
     ),
     "force_sync_send": (
         "force_sync_send",
-        _bool,
+        parse_bool,
         "every send waits for its receipt, NON_PERSISTENT ones outside a transaction too",
     ),
-    "reconnect": ("reconnect", _bool, "reconnect and re-subscribe after a lost connection"),
-    "reconnect_attempts": ("reconnect_attempts", _positive_int, "attempts before giving up"),
-    "reconnect_delay_ms": ("reconnect_delay_ms", _positive_int, "first back-off delay (doubles)"),
-    "reconnect_max_delay_ms": ("reconnect_max_delay_ms", _positive_int, "back-off ceiling"),
+    "reconnect": ("reconnect", parse_bool, "reconnect and re-subscribe after a lost connection"),
+    "reconnect_attempts": ("reconnect_attempts", parse_count, "attempts before giving up"),
+    "reconnect_delay_ms": ("reconnect_delay_ms", parse_count, "first back-off delay (doubles)"),
+    "reconnect_max_delay_ms": ("reconnect_max_delay_ms", parse_count, "back-off ceiling"),
     "vhost": ("vhost", str, "STOMP host header (RabbitMQ virtual host)"),
     "management_url": ("management_url", str, "RabbitMQ management API (default http://HOST:15672)"),
-    "activemq_map_transformation": (
-        "activemq_map_transformation",
-        _bool,
-        "ActiveMQ only: MapMessages as Java MapMessages (needs XStream on the broker's classpath)",
-    ),
-    "rabbitmq_max_priority": (
-        "rabbitmq_max_priority",
-        _positive_int,
-        "RabbitMQ only: declare queues with x-max-priority=N so priorities order delivery (0 = off)",
-    ),
-    "rabbitmq_queue_type": (
-        "rabbitmq_queue_type",
-        _queue_type,
-        "RabbitMQ only: declare queues with x-queue-type (quorum or classic), as queues made by others are",
-    ),
     "no_durable_topics": (
         "no_durable_topics",
         _names,
@@ -187,20 +175,32 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "ssl_key_file": ("key_file", str, "client private key, PEM (TLS)"),
     "ssl_check_hostname": (
         "check_hostname",
-        _bool,
+        parse_bool,
         "TLS: the broker certificate must name the URL's host (default true; the certificate itself is always verified)",
     ),
 }
 _TLS_FIELDS = {"ca_file", "cert_file", "key_file", "check_hostname"}
-_BROKER_SPECIFIC_KEYS = {
-    "activemq_map_transformation": "activemq",
-    "rabbitmq_max_priority": "rabbitmq",
-    "rabbitmq_queue_type": "rabbitmq",
-}
 
 
-def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> ConnectionConfig:
-    """Parse a jmslike URL; raise :class:`ConfigurationError` saying exactly what is wrong."""
+@dataclass(frozen=True)
+class AdapterOption:
+    """A URL option an adapter declares for its own scheme (``Adapter.url_options``): a third-party adapter
+    gets options of its own without this module knowing them. ``parse`` raises ValueError saying what is
+    allowed."""
+
+    parse: Callable[[str], object]
+    default: object
+    meaning: str
+
+
+def parse_url(
+    url: str,
+    known_schemes: tuple[str, ...] | None = None,
+    adapter_options: Mapping[str, Mapping[str, AdapterOption]] | None = None,
+) -> ConnectionConfig:
+    """Parse a jmslike URL; raise :class:`ConfigurationError` saying exactly what is wrong.
+
+    ``adapter_options`` (scheme -> the options its adapter declares) defaults to the installed adapters'."""
     if not isinstance(url, str) or "://" not in url:
         raise ConfigurationError(
             f"cannot read connection URL {url!r}: expected SCHEME://HOST:PORT such as activemq://127.0.0.1:61613"
@@ -222,25 +222,28 @@ def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> Connect
     hosts = tuple(_parse_host(part, url_scheme=scheme) for part in authority.split(",") if part.strip())
     if not hosts:
         raise ConfigurationError(f"connection URL for {scheme} names no host; expected {scheme}://HOST:PORT")
+    declared = _declared_options() if adapter_options is None else adapter_options
+    own = declared.get(scheme, {})
     values: dict[str, object] = {}
     tls_values: dict[str, object] = {}
+    chosen: dict[str, object] = {name: option.default for name, option in own.items()}
     for key, raw in parse_qsl(query, keep_blank_values=True, strict_parsing=False):
-        if key not in QUERY_KEYS:
-            near = difflib.get_close_matches(key, QUERY_KEYS, n=1)
-            hint = f"did you mean {near[0]!r}? " if near else ""
+        if key in own:
+            chosen[key] = _parse_option(key, raw, own[key].parse)
+            continue
+        owners = sorted(other for other, options in declared.items() if key in options)
+        if owners:
+            # Elsewhere the option would silently do nothing, and whoever set it expects what it promises.
             raise ConfigurationError(
-                f"unknown URL option {key!r}; {hint}known options: {', '.join(sorted(QUERY_KEYS))}"
+                f"URL option {key} is for {', '.join(o + '://' for o in owners)} URLs only, not {scheme}://"
             )
+        if key not in QUERY_KEYS:
+            known = sorted({*QUERY_KEYS, *own})
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {near[0]!r}? " if near else ""
+            raise ConfigurationError(f"unknown URL option {key!r}; {hint}known options: {', '.join(known)}")
         field_name, parser, _ = QUERY_KEYS[key]
-        try:
-            value = parser(raw)  # type: ignore[operator]
-        except ValueError as exc:
-            raise ConfigurationError(f"URL option {key}={raw!r} is invalid: {exc}") from exc
-        (tls_values if field_name in _TLS_FIELDS else values)[field_name] = value
-    for key, only_for in _BROKER_SPECIFIC_KEYS.items():
-        # Elsewhere the option would silently do nothing, and whoever set it expects what it promises.
-        if key in values and scheme != only_for:
-            raise ConfigurationError(f"URL option {key} is for {only_for}:// URLs only, not {scheme}://")
+        (tls_values if field_name in _TLS_FIELDS else values)[field_name] = _parse_option(key, raw, parser)
     if tls_values and not ssl:
         raise ConfigurationError(
             f"TLS options {sorted(tls_values)} given for a plain connection; use {scheme}+ssl://"
@@ -251,8 +254,22 @@ def parse_url(url: str, known_schemes: tuple[str, ...] | None = None) -> Connect
         ssl=ssl,
         tls=TLSOptions(**tls_values),  # type: ignore[arg-type]
         credentials=credentials,
+        adapter_options=tuple(sorted(chosen.items())),
         **values,  # type: ignore[arg-type]
     )
+
+
+def _parse_option(key: str, raw: str, parser: object) -> object:
+    try:
+        return parser(raw)  # type: ignore[operator]
+    except ValueError as exc:
+        raise ConfigurationError(f"URL option {key}={raw!r} is invalid: {exc}") from exc
+
+
+def _declared_options() -> Mapping[str, Mapping[str, AdapterOption]]:
+    from jmslike.registry import adapter_url_options  # the registry imports this module
+
+    return adapter_url_options()
 
 
 def _parse_host(part: str, url_scheme: str) -> tuple[str, int]:

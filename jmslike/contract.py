@@ -16,7 +16,7 @@ from jmslike.destinations import Destination, Queue
 from jmslike.topics import TopicSyntax
 
 if TYPE_CHECKING:
-    from jmslike.config import ConnectionConfig
+    from jmslike.config import AdapterOption, ConnectionConfig
     from jmslike.exceptions import JMSException
     from jmslike.selector import Selector
     from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
@@ -219,6 +219,9 @@ class Adapter(Protocol):
     temporary_names_are_local: bool
     # How the broker spells hierarchical topics (jmslike.topics maps the portable notation onto it).
     topic_syntax: TopicSyntax
+    # URL options of this adapter's own (name -> parser, default, meaning), read from the class before any
+    # instance exists; values reach the adapter as ``config.option(name)``.
+    url_options: Mapping[str, AdapterOption]
 
     def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]: ...
 

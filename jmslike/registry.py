@@ -6,10 +6,11 @@ ours register themselves the same way in pyproject.toml.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import entry_points
 
-from jmslike.config import ConfigurationError
+from jmslike.config import AdapterOption, ConfigurationError
 from jmslike.contract import Adapter
 
 GROUP = "jmslike.adapters"
@@ -30,3 +31,13 @@ def load_adapter(scheme: str) -> Adapter:
     raise ConfigurationError(
         f"no jmslike adapter for scheme {scheme!r}; installed adapters: {', '.join(adapter_names()) or 'none'}"
     )
+
+
+@cache
+def adapter_url_options() -> Mapping[str, Mapping[str, AdapterOption]]:
+    """Scheme -> the URL options its adapter declares (``url_options`` on the adapter's class)."""
+    declared: dict[str, Mapping[str, AdapterOption]] = {}
+    for ep in entry_points(group=GROUP):
+        options = getattr(ep.load(), "url_options", {})
+        declared[ep.name] = dict(options)
+    return declared

@@ -278,8 +278,8 @@ def test_java_text_marked_jms_json_is_still_text() -> None:
 
 
 def test_the_option_is_for_activemq_urls_only() -> None:
-    assert parse_url("activemq://h:1?activemq_map_transformation=yes").activemq_map_transformation
-    assert not parse_url("activemq://h:1").activemq_map_transformation
+    assert parse_url("activemq://h:1?activemq_map_transformation=yes").option("activemq_map_transformation")
+    assert not parse_url("activemq://h:1").option("activemq_map_transformation")
     with pytest.raises(ConfigurationError, match="activemq:// URLs only"):
         parse_url("rabbitmq://h:1?activemq_map_transformation=true")
     with pytest.raises(ConfigurationError, match="invalid"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jmslike.config import ConfigurationError, Credentials, parse_url
+from jmslike.config import AdapterOption, ConfigurationError, Credentials, parse_count, parse_url
 
 
 def test_plain_url() -> None:
@@ -75,3 +75,19 @@ def test_create_connection_credentials_override_url() -> None:
 def test_a_typo_in_a_url_key_suggests_the_near_one() -> None:
     with pytest.raises(ConfigurationError, match="did you mean 'heartbeat_ms'"):
         parse_url("activemq://h:1?heartbeat_m=100", known_schemes={"activemq"})
+
+
+def test_an_adapter_declares_its_own_url_options() -> None:
+    """A third-party adapter's options: parsed for its scheme, defaulted when absent, refused elsewhere."""
+    declared = {
+        "acme": {"acme_lanes": AdapterOption(parse_count, 1, "Acme only: lanes per connection")},
+        "activemq": {},
+    }
+    assert parse_url("acme://h:1?acme_lanes=4", adapter_options=declared).option("acme_lanes") == 4
+    assert parse_url("acme://h:1", adapter_options=declared).option("acme_lanes") == 1
+    with pytest.raises(ConfigurationError, match="acme:// URLs only, not activemq://"):
+        parse_url("activemq://h:1?acme_lanes=4", adapter_options=declared)
+    with pytest.raises(ConfigurationError, match="acme_lanes='x' is invalid"):
+        parse_url("acme://h:1?acme_lanes=x", adapter_options=declared)
+    with pytest.raises(KeyError, match="declares no URL option 'lanes'"):
+        parse_url("acme://h:1", adapter_options=declared).option("lanes")
