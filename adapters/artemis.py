@@ -91,7 +91,7 @@ from jmslike.selector import And, Comparison, Constant, Expression, Identifier, 
 from jmslike.topics import to_broker
 
 from .dialect import DELIVERY_TIME_HEADER, ID_HEADER, STANDARD_HEADERS, StompDialect
-from .transport import StompWire
+from .transport import StompWire, open_first
 
 # Artemis's STOMP header for scheduled delivery after a delay, in ms (StompUtils).
 SCHEDULED_DELAY_HEADER = "AMQ_SCHEDULED_DELAY"
@@ -670,24 +670,7 @@ class ManagementClient:
         self._reply_to = REPLY_ADDRESS_PREFIX + uuid.uuid4().hex
 
     def __enter__(self) -> ManagementClient:
-        errors: list[JMSException] = []
-        for host in self._hosts:
-            wire = _ManagementWire(
-                self._config, host, ArtemisAdapter.stomp_version, self._sink, self._error_for
-            )
-            try:
-                wire.open({})
-            except (ConnectionLostException, JMSTimeoutException) as exc:
-                wire.close(timeout_s=0.5)
-                errors.append(exc)
-                continue
-            self._wire = wire
-            break
-        if self._wire is None:
-            raise ConnectionLostException(
-                "cannot open the Artemis management connection: "
-                + ("; ".join(str(e) for e in errors) or "no host")
-            )
+        self._wire = open_first(self._hosts, self._open_host, "cannot open the Artemis management connection")
         try:
             self._wire.request(
                 Frame(
@@ -704,6 +687,15 @@ class ManagementClient:
             self._wire.close(timeout_s=0.5)
             raise
         return self
+
+    def _open_host(self, host: tuple[str, int]) -> StompWire:
+        wire = _ManagementWire(self._config, host, ArtemisAdapter.stomp_version, self._sink, self._error_for)
+        try:
+            wire.open({})
+        except BaseException:
+            wire.close(timeout_s=0.5)
+            raise
+        return wire
 
     def __exit__(self, *exc: object) -> None:
         if self._wire is not None:

@@ -38,8 +38,8 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 import stomp
 import stomp.connect
@@ -63,6 +63,7 @@ from jmslike.exceptions import (
 log = logging.getLogger(__name__)
 
 ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
+WireT = TypeVar("WireT")
 
 
 class _RedactConnectFrames(logging.Filter):
@@ -427,6 +428,26 @@ class _Pending:
         self.done.set()
         if self.callback is not None:
             self.callback(error)
+
+
+def open_first(
+    hosts: Iterable[tuple[str, int]], open_host: Callable[[tuple[str, int]], WireT], what: str
+) -> WireT:
+    """Try each host of a failover list once, in order; the first that connects wins. A host that cannot be
+    reached or does not answer in time is skipped; any other error (a refusal: credentials, client ID) is
+    that broker's answer and is raised at once. With one host its error is raised as it is; with several,
+    a ConnectionLostException says ``what`` went wrong and every host's reason."""
+    errors: list[JMSException] = []
+    for host in hosts:
+        try:
+            return open_host(host)
+        except (ConnectionLostException, TimeoutError) as exc:
+            errors.append(exc if isinstance(exc, JMSException) else JMSException(str(exc)))
+    if len(errors) == 1:
+        raise errors[0]
+    raise ConnectionLostException(f"{what}: " + ("; ".join(str(e) for e in errors) or "no host")) from (
+        errors[-1] if errors else None
+    )
 
 
 class StompWire:

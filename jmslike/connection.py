@@ -184,17 +184,13 @@ class Connection(ConnectionDomainMethods):
 
     def _open_wire(self, client_id: str | None) -> StompWire:
         """Open a STOMP connection, trying each host of the list once, in order."""
-        errors: list[JMSException] = []
-        for host in self._config.hosts:
-            try:
-                return self._open_host(host, client_id)
-            except (ConnectionLostException, TimeoutError) as exc:
-                errors.append(exc if isinstance(exc, JMSException) else JMSException(str(exc)))
-        if len(errors) == 1:
-            raise errors[0]
-        raise ConnectionLostException(
-            f"no broker of {self._config.describe()} could be reached: " + "; ".join(str(e) for e in errors)
-        ) from errors[-1]
+        from jmslike.adapters.transport import open_first
+
+        return open_first(
+            self._config.hosts,
+            lambda host: self._open_host(host, client_id),
+            f"no broker of {self._config.describe()} could be reached",
+        )
 
     def _open_host(
         self, host: tuple[str, int], client_id: str | None, *, ask_again: bool = True
