@@ -36,6 +36,25 @@ def writer_options(broker: Any, queue: str) -> dict[str, str]:
     return {"url": broker_url(broker), "queue": queue, "user": broker.user, "password": broker.password}
 
 
+def stream_write(spark: Any, tmp_path: Path, count: int, options: dict[str, str]) -> None:
+    """Rows ``{"text": "s<i>"}`` for i < ``count`` from a JSON file through a streaming query (AvailableNow)
+    into the ``jms`` writer; returns once the query ended, and fails if it failed."""
+    incoming = tmp_path / "incoming"
+    incoming.mkdir()
+    (incoming / "part1.json").write_text("\n".join(json.dumps({"text": f"s{i}"}) for i in range(count)))
+    query = (
+        spark.readStream.schema("text STRING")
+        .json(str(incoming))
+        .writeStream.format("jms")
+        .options(**options)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(240)
+    assert query.exception() is None
+
+
 @pytest.mark.timeout(300)
 def test_batch_write_publishes_every_row_with_its_headers(broker: Any, unique_name: str, spark: Any) -> None:
     rows = [
@@ -68,19 +87,7 @@ def test_batch_write_publishes_every_row_with_its_headers(broker: Any, unique_na
 
 @pytest.mark.timeout(300)
 def test_stream_write_and_bad_columns(broker: Any, unique_name: str, spark: Any, tmp_path: Path) -> None:
-    incoming = tmp_path / "incoming"
-    incoming.mkdir()
-    (incoming / "part1.json").write_text("\n".join(json.dumps({"text": f"s{i}"}) for i in range(25)))
-    stream = spark.readStream.schema("text STRING").json(str(incoming))
-    query = (
-        stream.writeStream.format("jms")
-        .options(**writer_options(broker, unique_name))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(240)
-    assert query.exception() is None
+    stream_write(spark, tmp_path, 25, writer_options(broker, unique_name))
     got = drain(broker, unique_name, 25)
     assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(
         f"s{i}" for i in range(25)
@@ -151,20 +158,7 @@ def test_deduplicating_stream_write_names_rows_by_query_and_micro_batch(
     broker: Any, unique_name: str, spark: Any, tmp_path: Path
 ) -> None:
     _only_artemis(broker)
-    incoming = tmp_path / "incoming"
-    incoming.mkdir()
-    (incoming / "part1.json").write_text("\n".join(json.dumps({"text": f"s{i}"}) for i in range(20)))
-    query = (
-        spark.readStream.schema("text STRING")
-        .json(str(incoming))
-        .writeStream.format("jms")
-        .options(**writer_options(broker, unique_name), deduplicate="true")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination(240)
-    assert query.exception() is None
+    stream_write(spark, tmp_path, 20, {**writer_options(broker, unique_name), "deduplicate": "true"})
     got = drain(broker, unique_name, 20)
     assert sorted(m.getText() for m in got if isinstance(m, TextMessage)) == sorted(
         f"s{i}" for i in range(20)
