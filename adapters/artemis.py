@@ -74,7 +74,7 @@ from jmslike.contract import (
     SubscriptionSpec,
     Wire,
 )
-from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.destinations import TEMPORARY_PREFIX, Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -128,9 +128,8 @@ REPLY_SUBSCRIPTION_ID: Final = "jmslike-management"
 CLIENT_ID_LOCK_PREFIX: Final = "jmslike.clientid."
 LOCK_SUBSCRIPTION_ID: Final = "jmslike-client-id-lock"
 
-# Temporary destinations: jmslike names its own ``jmslike-tmp-<hex>`` (jmslike.connection.TEMPORARY_PREFIX)
+# Temporary destinations: jmslike names its own ``jmslike-tmp-<hex>`` (jmslike.destinations.TEMPORARY_PREFIX)
 # and the broker uses that name as a global address, so another connection may send to it by name.
-JMSLIKE_TEMPORARY_PREFIX: Final = "jmslike-tmp-"
 
 # Core-internal properties that Artemis hands to STOMP consumers; never user properties.
 INTERNAL_PROPERTY_PREFIXES: Final = ("_AMQ_", "__AMQ_", "_HQ_")
@@ -939,7 +938,7 @@ class ArtemisAdapter(StompDialect):
             topic = False
         else:
             topic = sub_kind is not None and issubclass(sub_kind, Topic)
-        temporary = name.startswith(JMSLIKE_TEMPORARY_PREFIX) or (
+        temporary = name.startswith(TEMPORARY_PREFIX) or (
             sub_kind is not None and issubclass(sub_kind, TemporaryQueue | TemporaryTopic)
         )
         kinds: dict[tuple[bool, bool], type[Destination]] = {

@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 
+from jmslike.body_codec import TYPE_HEADER
 from jmslike.config import AdapterOption, ConnectionConfig
 from jmslike.constants import DeliveryMode
 from jmslike.contract import (
@@ -43,10 +44,8 @@ from jmslike.selector import Selector
 from jmslike.topics import TopicSyntax, to_broker
 
 # jmslike's own headers: a stable message ID (brokers' message-id changes on redelivery on some brokers
-# and is unknown to the sender on all), the message type, and the property type sidecar.
+# and is unknown to the sender on all); the message type and the property type sidecar are body_codec's.
 ID_HEADER = "jmslike-id"
-TYPE_HEADER = "jmslike-type"
-PTYPES_HEADER = "jmslike-ptypes"
 # Names of headers whose values were base64-encoded because STOMP cannot carry them: a NUL ends the frame
 # (the broker reads garbage and the connection dies) and STOMP 1.1 has no escape for a carriage return.
 ENCODED_HEADER = "jmslike-encoded"

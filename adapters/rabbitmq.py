@@ -54,7 +54,7 @@ from jmslike.contract import (
     SubscriptionSpec,
     Wire,
 )
-from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.destinations import TEMPORARY_PREFIX, Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     IllegalStateException,
     InvalidClientIDException,
@@ -68,7 +68,6 @@ from .dialect import ORIGIN_HEADER, STANDARD_HEADERS, StompDialect
 from .rabbitmq_admin import EXPIRES_ARGUMENT, RabbitMQRegistry, queue_arguments
 from .rabbitmq_management import RabbitMQManagement
 
-TEMPORARY_PREFIX = "jmslike-tmp-"
 DURABLE_PREFIX = "jmslike.durable."
 SHARED_PREFIX = "jmslike.shared."
 SHARED_DURABLE_PREFIX = "jmslike.shared-durable."

@@ -28,7 +28,7 @@ from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, Frame
 from jmslike.delivery_delay import DelayCheck
-from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
+from jmslike.destinations import TEMPORARY_PREFIX, Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -52,7 +52,6 @@ log = logging.getLogger(__name__)
 ExceptionListener = Callable[[JMSException], None]
 
 # Names of temporary destinations jmslike creates; the broker's names for them differ.
-TEMPORARY_PREFIX = "jmslike-tmp-"
 #: Asynchronous error reports that may wait for a slow ExceptionListener before further ones are dropped.
 MAX_QUEUED_EVENTS = 1000
 

@@ -292,7 +292,7 @@ class QueueBrowser:
             connection.adapter.subscribe(connection.wire_for_use(), spec)
             yield None
             while (item := sink.next(timeout_ms / 1000)) is not None:
-                if item.expiration and item.expiration <= int(time.time() * 1000):
+                if item.expired():
                     continue
                 yield build_message(
                     item,

@@ -8,6 +8,7 @@ broker; an adapter only says how that maps onto its broker's STOMP. The API bran
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -180,6 +181,13 @@ class IncomingMessage:
     # The broker already applied the subscription's selector to this message's own typed properties (a Java
     # peer's message on Artemis, whose types STOMP turns into strings): jmslike does not evaluate it again.
     selected_by_broker: bool = False
+
+    def expired(self, now_ms: int | None = None) -> bool:
+        """Past its JMSExpiration (0: never expires). JMS 1.1 §3.4.9: an expired message is never delivered;
+        every delivery path (consumers, browsers, retained publications) asks here."""
+        if not self.expiration:
+            return False
+        return self.expiration <= (int(time.time() * 1000) if now_ms is None else now_ms)
 
 
 class Wire(Protocol):

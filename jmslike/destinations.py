@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from jmslike.exceptions import InvalidDestinationException
 
 _FORBIDDEN = {chr(c) for c in range(32)} | {"\x7f"}
+#: The names jmslike gives the temporary destinations it creates (``jmslike-tmp-<hex>``): adapters recognise
+#: their own temporary destinations in what the broker sends back by it.
+TEMPORARY_PREFIX = "jmslike-tmp-"
 
 
 def check_name(name: object, kind: str) -> str:

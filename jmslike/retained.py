@@ -482,7 +482,7 @@ def request_update(consumer: MessageConsumer, correlation_id: str | None = None)
         if consumer.spec.no_local and envelope.origin == connection.connection_id:
             continue
         incoming = _incoming(adapter, consumer.spec.sub_id, envelope, correlation_id)
-        if incoming.expiration and incoming.expiration <= now:
+        if incoming.expired(now):
             continue
         selector = consumer._selector
         if selector is not None and not selector.matches(functools.partial(selector_value, incoming)):

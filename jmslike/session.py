@@ -577,7 +577,7 @@ class Session(SessionDomainMethods):
     def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
         """Turn a pending delivery into a Message, or drop it (expired / filtered) with an ack."""
         incoming = pending.incoming
-        if incoming.expiration and incoming.expiration <= int(time.time() * 1000):
+        if incoming.expired():
             self._drop(consumer, pending)  # expired messages are never delivered (JMS 1.1 §3.4.9)
             return None
         if not consumer.accepts(incoming):

@@ -44,11 +44,10 @@ from jmslike.adapters.artemis import (
     untagged_type,
 )
 from jmslike.adapters.dialect import ID_HEADER, TYPE_HEADER
-from jmslike.connection import TEMPORARY_PREFIX
 from jmslike.constants import DeliveryMode
 from jmslike.consumer import build_message
 from jmslike.contract import Frame, OutgoingMessage, SubscriptionSpec
-from jmslike.destinations import Queue, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.destinations import TEMPORARY_PREFIX, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     IllegalStateException,
     InvalidClientIDException,
@@ -219,10 +218,6 @@ def test_speaks_stomp_12_and_declares_what_artemis_can_do() -> None:
     assert not caps.broker_redelivery_flag  # only after a connection failure, not after a clean close
     if hasattr(caps, "transactional_acks"):
         assert caps.transactional_acks is False
-
-
-def test_temporary_prefix_matches_the_connections() -> None:
-    assert artemis.JMSLIKE_TEMPORARY_PREFIX == TEMPORARY_PREFIX
 
 
 def test_reserved_headers_cover_artemis_extras() -> None:
