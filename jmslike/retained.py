@@ -305,6 +305,16 @@ class _Sink:
         self._ended = False
         self._closed = False  # read by the connection's active_durable_names()
 
+    @property
+    def ended(self) -> bool:
+        """The broker said the browse is complete."""
+        return self._ended
+
+    @property
+    def received(self) -> int:
+        """How many messages arrived so far."""
+        return len(self._items)
+
     def enqueue(self, incoming: IncomingMessage) -> None:  # receiver thread
         with self._cond:
             if incoming.browser_end:
@@ -349,8 +359,8 @@ def browse(connection: Connection, store: Queue) -> list[IncomingMessage]:
     )
     sink = _subscribe(connection, spec)
     try:
-        items = sink.wait(lambda: sink._ended, time.monotonic() + BROWSE_WAIT_S)
-        if not sink._ended:
+        items = sink.wait(lambda: sink.ended, time.monotonic() + BROWSE_WAIT_S)
+        if not sink.ended:
             raise JMSException(f"the broker did not finish browsing {store.name} within {BROWSE_WAIT_S:.0f}s")
         return items
     finally:
@@ -393,7 +403,7 @@ def _take(
     sink = _subscribe(connection, spec)
     try:
         deadline = time.monotonic() + PRUNE_WAIT_S
-        complete = lambda: len(sink._items) >= len(wanted)  # noqa: E731
+        complete = lambda: sink.received >= len(wanted)  # noqa: E731
         got = sink.wait(complete, min(deadline, time.monotonic() + PRUNE_SETTLE_S))
         while len(got) < len(wanted) and time.monotonic() < deadline:
             # Missing ones are most likely being taken by a concurrent publisher: wait on only while
