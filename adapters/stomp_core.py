@@ -152,6 +152,18 @@ def encode_connect(headers: Mapping[str, str]) -> bytes:
     return f"CONNECT\n{head}\n".encode() + b"\x00"
 
 
+def wire_headers(frame: Frame, receipt: str | None) -> dict[str, str]:
+    """The headers a frame goes out with: its own, ``receipt`` when one is asked, and ``content-length`` on a
+    SEND unless the adapter left it off (Artemis reads such a frame as text) — a body with a NUL always has
+    it, or the NUL would end the frame."""
+    headers = dict(frame.headers)
+    if receipt is not None:
+        headers["receipt"] = receipt
+    if frame.command == "SEND" and (frame.content_length or b"\x00" in frame.body):
+        headers["content-length"] = str(len(frame.body))
+    return headers
+
+
 def error_text(headers: Mapping[str, str], body: bytes) -> str:
     """What an ERROR says: the ``message`` header, and the body's first line when it adds something
     (ActiveMQ puts the exception class there; both are needed to classify the error)."""
@@ -208,14 +220,11 @@ class StompProtocol:
     def send(self, frame: Frame, now: float, *, receipt: bool = True) -> tuple[bytes, Receipt | None]:
         """A frame's bytes and, when ``receipt``, the :class:`Receipt` it now waits for."""
         self._require("connected", f"send {frame.command}")
-        headers = dict(frame.headers)
         pending = None
         if receipt:
             pending = Receipt(f"{self.receipt_prefix}{next(self._numbers)}", frame)
-            headers["receipt"] = pending.receipt_id
             self._pending[pending.receipt_id] = pending
-        if frame.command == "SEND" and (frame.content_length or b"\x00" in frame.body):
-            headers["content-length"] = str(len(frame.body))
+        headers = wire_headers(frame, pending.receipt_id if pending is not None else None)
         return self._written(encode_frame(frame.command, headers, frame.body, self.version), now), pending
 
     def disconnect(self, now: float) -> bytes:

@@ -48,7 +48,7 @@ import stomp.protocol
 import stomp.transport
 import stomp.utils
 
-from jmslike.adapters.stomp_core import error_text
+from jmslike.adapters.stomp_core import error_text, wire_headers
 from jmslike.adapters.stomp_reader import HEARTBEAT, DecodedFrame, FrameDecodeError, FrameDecoder
 from jmslike.adapters.stomp_writer import encode_frame
 from jmslike.config import ConnectionConfig
@@ -618,12 +618,7 @@ class StompWire:
         return f"{self._prefix}{next(self._receipt_ids)}"
 
     def _transmit(self, frame: Frame, receipt: str | None) -> None:
-        headers = dict(frame.headers)
-        if receipt is not None:
-            headers["receipt"] = receipt
-        if frame.command == "SEND" and (frame.content_length or b"\x00" in frame.body):
-            headers["content-length"] = str(len(frame.body))
-        self._write(frame.command, headers, frame.body)
+        self._write(frame.command, wire_headers(frame, receipt), frame.body)
 
     def _write(self, command: str, headers: Mapping[str, str], body: bytes) -> None:
         """Encode the frame here (stomp_writer) and hand the bytes to stomp.py's socket writer, which

@@ -2,8 +2,9 @@
 
 URL first (``activemq://host:61613``, ``rabbitmq+ssl://h1:61614,h2:61614?heartbeat_ms=5000``): the scheme
 picks the adapter, a comma list of hosts is a failover list, and every query key is documented in
-:data:`QUERY_KEYS`, or by the adapter that declares it (``Adapter.url_options``: options of one broker). An unknown key is an error rather than silently ignored, because a typo in a
-reliability setting is exactly the kind of mistake that only shows up in production.
+:data:`QUERY_KEYS`, or by the adapter that declares it (``Adapter.url_options``: options of one
+broker). An unknown key is an error rather than silently ignored, because a typo in a reliability setting
+is exactly the kind of mistake that only shows up in production.
 Secrets (user, password, key password) never appear in ``repr`` or logs.
 """
 

@@ -9,6 +9,7 @@ the conformance probes (raw STOMP on ActiveMQ, the management API on RabbitMQ), 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import random
 import sys
@@ -26,6 +27,7 @@ from jmslike import DeliveryMode
 from jmslike.conformance.suite.probe import ProbeUnavailable, probe_for
 
 
+@functools.cache
 def _integration_module(name: str) -> Any:
     """A support module of the integration tests (tests/integration/<name>.py): the one table of per-broker
     expectations, and the restart helper."""
