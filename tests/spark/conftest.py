@@ -268,6 +268,17 @@ def pipeline_factory(tmp_path: Path) -> Iterator[Callable[[dict[str, str]], Pipe
 
 
 @pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Spark standalone cluster on loopback (a master, two one-core workers) for the whole session:
+    executors are separate JVMs that inherit the Python workers' environment from their worker."""
+    from jmslike.conformance.spark_cluster import SparkCluster
+
+    cluster = SparkCluster(2, env=child_env(), root=tmp_path_factory.mktemp("spark-cluster"))
+    with cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
     """An in-process SparkSession (local mode, small) for tests that need no driver kill."""
     for name, value in child_env().items():

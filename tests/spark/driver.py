@@ -7,6 +7,9 @@ it again on the same checkpoint and staging location. Modes:
 - ``drain``: processing-time trigger until a trigger finds nothing new, then stop (processAllAvailable);
 - ``available-now``: ``Trigger.AvailableNow`` until Spark ends the query.
 
+``--master`` is ``local[2]`` by default, or a standalone cluster's ``spark://`` URL (tests/spark/test_cluster.py):
+then executors are separate JVMs, one per worker.
+
 Prints one JSON line ``{"event": "started"}`` once the query runs, and ``{"event": "done", ...}`` at the end.
 """
 
@@ -26,21 +29,29 @@ def main() -> int:
     parser.add_argument("--output", required=True)
     parser.add_argument("--trigger-ms", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=0)
+    parser.add_argument("--master", default="local[2]", help="local[2], or a standalone spark://host:port")
     args = parser.parse_args()
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    spark = (
-        SparkSession.builder.master("local[2]")
+    builder = (
+        SparkSession.builder.master(args.master)
         .appName("jmslike-spark-test")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", "512m")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.streaming.minBatchesToRetain", "20")
-        .getOrCreate()
     )
+    if args.master.startswith("spark://"):  # one small executor per worker, on loopback
+        builder = (
+            builder.config("spark.executor.memory", "512m")
+            .config("spark.executor.cores", "1")
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
+        )
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     from jmslike.spark_sink import register
 

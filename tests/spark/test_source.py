@@ -8,97 +8,15 @@ the conformance probes (raw STOMP on ActiveMQ, the management API on RabbitMQ), 
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import importlib.util
-import random
-import sys
-import time
-import warnings
-from collections import Counter
+import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MESSAGES, ROUNDS, Pipeline, broker_url, publish, subscribe, wait_until
+from conftest import MESSAGES, ROUNDS, Pipeline, broker_url, publish, subscribe
+from faults import KillRounds, assert_backlog_empty, assert_exactly_once, kill_durability, source_options
 
 from jmslike import DeliveryMode
-from jmslike.conformance.suite.probe import ProbeUnavailable, probe_for
-
-
-@functools.cache
-def _integration_module(name: str) -> Any:
-    """A support module of the integration tests (tests/integration/<name>.py): the one table of per-broker
-    expectations, and the restart helper."""
-    path = Path(__file__).resolve().parent.parent / "integration" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"integration_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
-    return module
-
-
-def _integration_expectations() -> Any:
-    return _integration_module("expectations")
-
-
-def kill_durability(broker: Any) -> contextlib.AbstractContextManager[None]:
-    """What a broker SIGKILL may cost on this broker, from the integration tests' expectation table
-    (tests/integration/expectations.py); it has no "kill-durability" entry today, so a loss fails."""
-    return _integration_expectations().expected("kill-durability", broker.kind)  # type: ignore[no-any-return]
-
-
-def source_options(broker: Any, topic: str, client_id: str, name: str, **extra: str) -> dict[str, str]:
-    return {
-        "url": broker_url(broker),
-        "topic": topic,
-        "clientId": client_id,
-        "subscriptionName": name,
-        "user": broker.user,
-        "password": broker.password,
-        **extra,
-    }
-
-
-def assert_backlog_empty(broker: Any, client_id: str, topic: str, names: list[str]) -> None:
-    try:
-        probe = probe_for(broker)
-        for name in names:
-            left = probe.durable_backlog(client_id, topic, name)
-            assert left == [], f"durable subscription {name} still holds {len(left)} message(s): {left[:5]}"
-    except ProbeUnavailable as exc:
-        pytest.skip(f"cannot look at the subscription independently on {broker.kind}: {exc}")
-
-
-def backlog(broker: Any, client_id: str, topic: str, name: str) -> int | None:
-    """How many messages the durable subscription still holds (None: no independent probe here).
-    Right after a driver was killed the broker may not yet have noticed that its connection is gone
-    (ActiveMQ then refuses the client ID): retry for a while."""
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            return len(probe_for(broker).durable_backlog(client_id, topic, name))
-        except ProbeUnavailable:
-            return None
-        except Exception as exc:
-            if "already connected" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
-def assert_exactly_once(ids: list[str], published: list[str]) -> None:
-    counts = Counter(ids)
-    duplicated = [i for i, n in counts.items() if n > 1]
-    missing = set(published) - set(counts)
-    unexpected = set(counts) - set(published)
-    assert not duplicated, f"{len(duplicated)} message(s) in the sink more than once, e.g. {duplicated[:3]}"
-    assert not missing, (
-        f"{len(missing)} published message(s) missing from the sink, e.g. {sorted(missing)[:3]}"
-    )
-    assert not unexpected, f"{len(unexpected)} unexpected message(s) in the sink"
-    assert len(ids) == len(set(ids)) == len(published)
 
 
 @pytest.mark.timeout(300)
@@ -136,8 +54,6 @@ def test_processing_trigger_honours_max_messages_per_trigger_across_lanes(
     lanes = ["lane = 'even'", "lane = 'odd'"]
     subscribe(broker, unique_name, client_id, [(f"{name}-lane{i}", s) for i, s in enumerate(lanes)])
     published = publish(broker, unique_name, 1000)
-    import json
-
     pipeline = pipeline_factory(
         source_options(
             broker,
@@ -166,67 +82,15 @@ def test_exactly_once_through_driver_and_broker_sigkills(
     sink must hold every published message exactly once and the subscription must end empty."""
     client_id, name = f"{unique_name}-c", f"{unique_name}-s"
     subscribe(broker, unique_name, client_id, [(name, None)])
-    # A slice of the messages before the stream starts, one more slice before every fault, so that
-    # every fault lands while there is work (a drained stream makes no progress to wait for).
-    slices = [MESSAGES // (ROUNDS + 1)] * ROUNDS
-    slices.insert(0, MESSAGES - sum(slices))
-    published = publish(broker, unique_name, slices[0])
     pipeline = pipeline_factory(
         source_options(
             broker, unique_name, client_id, name, maxMessagesPerTrigger="400", stagingChunkMessages="200"
         )
     )
-    schedule = ["driver", "both", "broker", "both"] * ROUNDS
-    rng = random.Random(unique_name)
+    rounds = KillRounds(pipeline, broker, unique_name, lambda: pipeline.start("run"), seed=unique_name)
     with kill_durability(broker):
-        driver = pipeline.start("run")
-        for round_, fault in enumerate(schedule[:ROUNDS], start=1):
-            before = pipeline.progress()
-            published += publish(broker, unique_name, slices[round_], start=len(published))
-            wait_until(
-                lambda before=before: pipeline.progress() > before,
-                180,
-                f"stream progress before killing the {fault}",
-            )
-            # Where exactly the kill lands (receiving, staging, acknowledging, Spark's own logs) is left
-            # to chance on purpose; the seed is the test's unique name.
-            _pause(rng.uniform(0.0, 1.5))
-            if fault in ("driver", "both"):
-                driver.kill()
-            if fault in ("broker", "both"):
-                # RabbitMQ 3.10 can drop a queue declared just before a SIGKILL (docs/conformance.md): the
-                # integration tests' restart makes one more declaration first, as there.
-                _integration_module("restarts").restart(broker, "kill")
-            if fault in ("driver", "both"):
-                driver = pipeline.start("run")
-        # The last driver runs until the sink holds as many distinct messages as were published (or
-        # the deadline passes), then goes the hard way too; only what the sink committed counts.
-        with contextlib.suppress(AssertionError):  # the assertions below say what is missing
-            wait_until(
-                lambda: len(set(pipeline.sink_ids())) >= len(published) or driver.process.poll() is not None,
-                300,
-                "the sink to hold every published message",
-                interval_s=1.0,
-            )
-        assert driver.process.poll() is None, f"the Spark driver died: {driver.tail()}"
-        driver.kill()
-        ids = pipeline.sink_ids()
-        left = backlog(broker, client_id, unique_name, name)
-        try:
-            assert left in (None, 0), (
-                f"the subscription still holds {left} message(s); the sink has {len(ids)} rows"
-            )
-            assert_exactly_once(ids, published)
-        except AssertionError as exc:  # shown in the summary even where the table makes it an xfail
-            warnings.warn(f"{broker.kind} after SIGKILLs: {str(exc)[:300]}", stacklevel=1)
-            raise
-
-
-def _pause(seconds: float) -> None:
-    """Fault injection timing (where a kill lands), not synchronisation."""
-    import time
-
-    time.sleep(seconds)
+        rounds.run((["driver", "both", "broker", "both"] * ROUNDS)[:ROUNDS], MESSAGES)
+        rounds.check(client_id, [name])
 
 
 def test_unknown_and_missing_options_fail_at_load(spark: Any) -> None:
