@@ -9,6 +9,9 @@
               .option("clientId", "spark-orders").option("subscriptionName", "orders-lake")
               .option("stagingLocation", "/shared/staging/orders").load())
 
+``spark.read.format("jms")`` reads what a subscription holds now, as a batch read that stays open
+until ``commit_read(options)`` (``open_read(options)`` numbers it); see batch.py.
+
 Exactly once into an idempotent sink (file/Parquet): every batch is staged durably before the broker is
 acknowledged, and batches are replayed from the staged files. See README.md in this folder for the
 options, the guarantee and its argument, lanes and cluster deployment. Needs the ``spark`` extra
@@ -19,9 +22,18 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["FORMAT", "register"]
+__all__ = ["FORMAT", "JmsRead", "commit_read", "open_read", "register"]
 
 FORMAT = "jms"
+
+
+def __getattr__(name: str) -> Any:
+    """The batch-read helpers (batch.py), imported on first use: they need pyarrow."""
+    if name in ("JmsRead", "commit_read", "open_read"):
+        from jmslike.spark_sink import batch
+
+        return getattr(batch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(spark: Any) -> None:

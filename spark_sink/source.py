@@ -22,6 +22,7 @@ from typing import Any
 
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceReader,
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
@@ -68,7 +69,7 @@ def _task() -> Any:
 
 
 class JmsDataSource(DataSource):
-    """``spark.readStream.format("jms")`` and ``df.write[Stream].format("jms")``."""
+    """``spark.readStream.format("jms")``, ``spark.read.format("jms")`` and ``df.write[Stream].format("jms")``."""
 
     @classmethod
     def name(cls) -> str:
@@ -80,6 +81,9 @@ class JmsDataSource(DataSource):
 
     def streamReader(self, schema: Any) -> JmsStreamReader:
         return JmsStreamReader(dict(self.options))
+
+    def reader(self, schema: Any) -> JmsBatchReader:
+        return JmsBatchReader(dict(self.options))
 
     def writer(self, schema: Any, overwrite: bool) -> JmsWriter:
         from jmslike.spark_sink.publish import check_columns
@@ -101,6 +105,45 @@ class ChunkPartition(InputPartition):
         super().__init__(seqs)
         self.staging_location = staging_location
         self.seqs = seqs
+
+
+def read_chunks(partition: ChunkPartition) -> Iterator[Any]:
+    """A partition's chunks as few large Arrow batches (executor side; each batch crossing from the Python
+    worker to the JVM has a fixed cost, and chunks are only as large as the broker's prefetch)."""
+    import pyarrow as pa
+
+    store = StagingStore(partition.staging_location)
+    pending: list[Any] = []
+    rows = 0
+    for seq in partition.seqs:
+        for batch in store.read_batches(seq, list(COLUMNS)):
+            pending.append(batch)
+            rows += batch.num_rows
+            if rows >= READ_BATCH_ROWS:
+                yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+                pending, rows = [], 0
+    if pending:
+        yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+
+
+class JmsBatchReader(DataSourceReader):
+    """``spark.read.format("jms")``: the staging location's open batch read (see batch.py). Spark plans a
+    ``load()`` once, in a driver-side worker: that is where the subscription is drained, if no read is
+    open; executors read the chunks by name, as for a stream."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self._options = parse_source_options(options)
+
+    def partitions(self) -> list[ChunkPartition]:
+        from jmslike.spark_sink.batch import plan_read
+
+        _, groups = plan_read(self._options)
+        # An empty read is one partition of no chunks: given no partitions, PySpark reads one of its own
+        # (a bare InputPartition) instead.
+        return [ChunkPartition(self._options.staging_location, seqs) for seqs in groups or [[]]]
+
+    def read(self, partition: ChunkPartition) -> Iterator[Any]:
+        return read_chunks(partition)
 
 
 class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -154,22 +197,7 @@ class JmsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [ChunkPartition(self._options.staging_location, seqs) for seqs in groups]
 
     def read(self, partition: ChunkPartition) -> Iterator[Any]:
-        """The partition's chunks as few large Arrow batches (each batch crossing from the Python worker
-        to the JVM has a fixed cost; chunks are only as large as the broker's prefetch)."""
-        import pyarrow as pa
-
-        store = StagingStore(partition.staging_location)
-        pending: list[Any] = []
-        rows = 0
-        for seq in partition.seqs:
-            for batch in store.read_batches(seq, list(COLUMNS)):
-                pending.append(batch)
-                rows += batch.num_rows
-                if rows >= READ_BATCH_ROWS:
-                    yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
-                    pending, rows = [], 0
-        if pending:
-            yield from pa.Table.from_batches(pending).combine_chunks().to_batches()
+        return read_chunks(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
         self._driver().commit(int(end["seq"]))

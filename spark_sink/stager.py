@@ -445,6 +445,22 @@ class Stager:
                 if self._keys.get(key) == seq:
                     del self._keys[key]
 
+    def drain(self, limit: int | None) -> int:
+        """A batch read: stage what the subscription holds now (until it is quiet for receiveTimeoutMs, or a
+        message stamped after this call arrives), about ``limit`` messages at most, counting what was
+        staged after the committed chunk already. Returns the newest chunk the read takes; chunks the pump
+        staged beyond it (it runs ahead) stay for the next read."""
+        self.prepare_available_now()
+        end, taken = self._committed, 0
+        while limit is None or taken < limit:
+            newer = self.latest(end, None if limit is None else limit - taken)
+            if newer == end:
+                break
+            with self._cond:
+                taken += sum(count for seq, (count, _) in self._chunks.items() if end < seq <= newer)
+            end = newer
+        return end
+
     def prepare_available_now(self) -> None:
         """Trigger.AvailableNow (PySpark 4.2+): take what the subscription holds now, then stop."""
         self.start()

@@ -5,6 +5,8 @@ Layout under ``stagingLocation``::
     chunks/0000000000000042.arrow   one staged chunk (Arrow IPC file), immutable once visible
     tmp/                            files being written; anything here after a crash is garbage
     committed.json                  {"seq": N}: Spark committed every batch up to chunk N
+    read.json                       a batch read (spark.read): {"read": n, "first": a, "last": b,
+                                    "open": true} until commit_read(), then "open": false
     .lock                           held (flock) by the one driver that owns this location
 
 A chunk becomes visible atomically: it is written under ``tmp/``, fsynced, hard-linked to its final
@@ -161,10 +163,35 @@ class StagingStore:
             raise StagingError(f"{self.root}/committed.json is unreadable: {exc}") from exc
 
     def set_committed(self, seq: int) -> None:
-        tmp = os.path.join(self.tmp, f"committed.{uuid.uuid4().hex}.json")
+        self._replace_json("committed.json", {"seq": seq})
+
+    # -- the batch read record ------------------------------------------------------------------------
+
+    def read_record(self) -> dict[str, Any] | None:
+        """The last batch read's record (``read``, ``first``, ``last``, ``open``), None before the first."""
+        try:
+            with open(os.path.join(self.root, "read.json"), encoding="utf-8") as handle:
+                record = json.load(handle)
+            return {
+                "read": int(record["read"]),
+                "first": int(record["first"]),
+                "last": int(record["last"]),
+                "open": bool(record["open"]),
+            }
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise StagingError(f"{self.root}/read.json is unreadable: {exc}") from exc
+
+    def set_read_record(self, read: int, first: int, last: int, *, open_: bool) -> None:
+        self._replace_json("read.json", {"read": read, "first": first, "last": last, "open": open_})
+
+    def _replace_json(self, name: str, content: dict[str, Any]) -> None:
+        """Replace ``name`` atomically and durably (write under tmp/, fsync, rename, fsync the directory)."""
+        tmp = os.path.join(self.tmp, f"{name}.{uuid.uuid4().hex}")
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump({"seq": seq}, handle)
+            json.dump(content, handle)
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, os.path.join(self.root, "committed.json"))
+        os.replace(tmp, os.path.join(self.root, name))
         _fsync_dir(self.root)
