@@ -5,11 +5,17 @@ PERSISTENT messages of ``--size`` bytes in a durable subscription:
 
 - raw: jmslike itself draining the subscription (CLIENT_ACKNOWLEDGE, acknowledge every
   ``--ack-every`` messages) — the ceiling the source cannot beat, since it does the same receiving;
-- spark: a Spark query (local mode, JVM already started) from the ``jms`` source into a Parquet sink,
-  from ``start()`` until every message is committed in the sink (processAllAvailable).
+- spark: a Spark query (JVM and executors already started) from the ``jms`` source into a Parquet sink,
+  from ``start()`` until every message is committed in the sink (processAllAvailable). ``--master local``
+  runs Spark in local mode (local[2]); ``--master cluster`` on a standalone cluster of two one-core
+  workers on loopback (jmslike.conformance.spark_cluster), executors in their own JVMs.
 
-Prints both rates and the ratio (target >= 0.70). Filling the backlogs is not timed. The machine is
-shared: compare the ratio of one run, not absolute rates across runs.
+Prints both rates, the ratio (target >= 0.70) and the CPU each side spent per 1,000 messages in
+core-seconds: raw is this process's CPU time while it drains; spark is every process of the Spark side
+(this process, the driver JVM and its Python workers, and on a cluster the master, the workers, their
+executors and Python workers) while the query drains, counted from /proc, the broker excluded. Filling
+the backlogs is not timed. The machine is shared: compare the ratio of one run, not absolute rates
+across runs.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import sys
 import tempfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 from jmslike import ConnectionFactory, DeliveryMode, Session
@@ -76,8 +83,45 @@ def _fill(broker: Any, topic: str, count: int, size: int) -> None:
         connection.close()
 
 
-def raw_rate(broker: Any, topic: str, client_id: str, name: str, count: int, ack_every: int) -> float:
-    """jmslike draining ``count`` messages from the durable subscription: msg/s."""
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[-1].split()  # fields from 3 (state) on; the name may hold spaces
+
+
+def cpu_seconds(roots: list[int], exclude_pgid: int | None) -> float:
+    """CPU time of the process trees under ``roots`` (living processes, plus the children each has
+    reaped), skipping the process group ``exclude_pgid`` (the broker)."""
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields is not None:
+                stats[int(entry.name)] = fields
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    total, todo, seen = 0, list(roots), set()
+    while todo:
+        pid = todo.pop()
+        fields = stats.get(pid)
+        if pid in seen or fields is None or (exclude_pgid is not None and int(fields[2]) == exclude_pgid):
+            continue
+        seen.add(pid)
+        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+        todo += children.get(pid, [])
+    return total / _CLOCK_TICKS
+
+
+def raw_rate(
+    broker: Any, topic: str, client_id: str, name: str, count: int, ack_every: int
+) -> tuple[float, float]:
+    """jmslike draining ``count`` messages from the durable subscription: msg/s, and this process's CPU
+    seconds per 1,000 messages."""
     connection = ConnectionFactory(_url(broker)).createConnection(broker.user, broker.password)
     try:
         connection.setClientID(client_id)
@@ -85,7 +129,7 @@ def raw_rate(broker: Any, topic: str, client_id: str, name: str, count: int, ack
         subscriber = session.createDurableSubscriber(session.createTopic(topic), name)
         connection.start()
         received = 0
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         last = None
         while received < count:
             message = subscriber.receive(30_000)
@@ -97,7 +141,7 @@ def raw_rate(broker: Any, topic: str, client_id: str, name: str, count: int, ack
                 message.acknowledge()
         if last is not None:
             last.acknowledge()
-        return count / (time.perf_counter() - started)
+        return count / (time.perf_counter() - started), (time.process_time() - cpu) / count * 1000
     finally:
         connection.close()
 
@@ -111,8 +155,10 @@ def spark_rate(
     count: int,
     root: str,
     options: dict[str, str],
+    cpu: Any,
 ) -> dict[str, Any]:
-    """A jms -> Parquet query draining the backlog: msg/s from start() to everything committed."""
+    """A jms -> Parquet query draining the backlog: msg/s from start() to everything committed, and the
+    Spark side's CPU seconds per 1,000 messages (``cpu()`` reads its total)."""
     reader = spark.readStream.format("jms")
     for key, value in {
         "url": _url(broker),
@@ -126,7 +172,7 @@ def spark_rate(
     }.items():
         reader = reader.option(key, value)
     output = os.path.join(root, "output")
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), cpu()
     query = (
         reader.load()
         .writeStream.format("parquet")
@@ -136,7 +182,7 @@ def spark_rate(
         .start()
     )
     query.processAllAvailable()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu_spent = time.perf_counter() - started, cpu() - cpu_before
     query.stop()
     rows = spark.read.parquet(output).count()
     if rows != count:
@@ -148,6 +194,7 @@ def spark_rate(
             durations[key] = durations.get(key, 0) + int(value)
     return {
         "rate": count / elapsed,
+        "cpu_s_per_1000": cpu_spent / count * 1000,
         "seconds": elapsed,
         "batches": len(progress),
         "rows": rows,
@@ -155,9 +202,26 @@ def spark_rate(
     }
 
 
+def _cluster(root: str) -> Any:
+    """A standalone cluster whose executors' Python workers import this jmslike."""
+    from jmslike.conformance.spark_cluster import SparkCluster
+
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file():  # a source checkout: the workers need it on their path
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(checkout), env.get("PYTHONPATH")) if p)
+    return SparkCluster(2, env=env, root=Path(root) / "cluster").start()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.spark", description=__doc__.split("\n\n")[0])
     parser.add_argument("--broker", choices=("activemq", "rabbitmq"), default="activemq")
+    parser.add_argument(
+        "--master",
+        choices=("local", "cluster"),
+        default="local",
+        help="Spark local[2] or a standalone cluster",
+    )
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--size", type=int, default=256)
     parser.add_argument("--ack-every", type=int, default=1000)
@@ -172,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     root = tempfile.mkdtemp(prefix="jmslike-bench-spark-")
     broker = launch(args.broker, **launch_options(args.broker))
+    cluster = None
     try:
         tag = uuid.uuid4().hex[:8]
         raw_topic, spark_topic = f"bench-raw-{tag}", f"bench-spark-{tag}"
@@ -184,27 +249,53 @@ def main(argv: list[str] | None = None) -> int:
 
         from pyspark.sql import SparkSession
 
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .appName("jmslike-benchmark")
+        builder = (
+            SparkSession.builder.appName("jmslike-benchmark")
             .config("spark.sql.shuffle.partitions", "2")
             .config("spark.ui.enabled", "false")
             .config("spark.driver.memory", "1g")
-            .getOrCreate()
         )
+        roots = [os.getpid()]
+        if args.master == "cluster":
+            cluster = _cluster(root)
+            roots += cluster.pids()
+            builder = (
+                builder.master(cluster.master_url)
+                .config("spark.executor.memory", "512m")
+                .config("spark.executor.cores", "1")
+                .config("spark.driver.host", "127.0.0.1")
+                .config("spark.driver.bindAddress", "127.0.0.1")
+            )
+        else:
+            builder = builder.master("local[2]")
+        spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("WARN")
         from jmslike.spark_sink import register
 
         register(spark)
-        spark.range(1).count()  # the JVM and a Python worker are up before anything is timed
+        # The JVM, the executors and their Python workers are up before anything is timed.
+        spark.range(0, 4, numPartitions=4).rdd.map(lambda x: x).count()
 
-        raw = raw_rate(broker, raw_topic, client_id + "-raw", "raw", args.messages, args.ack_every)
+        raw, raw_cpu = raw_rate(broker, raw_topic, client_id + "-raw", "raw", args.messages, args.ack_every)
+        broker_pgid = os.getpgid(broker.pid) if broker.pid else None
         options = {"stagingChunkMessages": str(args.chunk), "maxTriggerDelayMs": "10000"}
         if args.max_messages_per_trigger:
             options["maxMessagesPerTrigger"] = str(args.max_messages_per_trigger)
-        result = spark_rate(spark, broker, spark_topic, client_id, "lake", args.messages, root, options)
+        result = spark_rate(
+            spark,
+            broker,
+            spark_topic,
+            client_id,
+            "lake",
+            args.messages,
+            root,
+            options,
+            lambda: cpu_seconds(roots, broker_pgid),
+        )
         spark.stop()
     finally:
+        if cluster is not None:
+            cluster.close()
         broker.close()
         shutil.rmtree(root, ignore_errors=True)
 
@@ -213,12 +304,15 @@ def main(argv: list[str] | None = None) -> int:
 
     report = {
         "broker": args.broker,
+        "master": args.master,
         "messages": args.messages,
         "size": args.size,
         "prefetch": args.prefetch or 1000,
         "pyspark": pyspark.__version__,
         "raw_msgs_per_s": round(raw, 1),
+        "raw_cpu_s_per_1000": round(raw_cpu, 3),
         "spark_msgs_per_s": round(result["rate"], 1),
+        "spark_cpu_s_per_1000": round(result["cpu_s_per_1000"], 3),
         "spark_seconds": round(result["seconds"], 2),
         "spark_batches": result["batches"],
         "spark_durations_ms": result["durations_ms"],
@@ -226,8 +320,11 @@ def main(argv: list[str] | None = None) -> int:
         "target": TARGET,
         "options": options,
     }
-    print(f"jmslike raw receive:          {raw:10.0f} msg/s")
-    print(f"spark jms -> parquet:         {result['rate']:10.0f} msg/s ({result['batches']} batches)")
+    print(f"jmslike raw receive:          {raw:10.0f} msg/s   {raw_cpu:6.3f} core-s per 1,000 messages")
+    print(
+        f"spark jms -> parquet ({args.master}): {result['rate']:6.0f} msg/s   "
+        f"{result['cpu_s_per_1000']:6.3f} core-s per 1,000 messages ({result['batches']} batches)"
+    )
     print(f"ratio spark/raw:              {ratio:10.2f}  (target >= {TARGET:.2f})")
     print(f"spark time per phase (ms):    {result['durations_ms']}")
     if args.json:

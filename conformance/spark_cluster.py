@@ -166,6 +166,10 @@ class SparkCluster:
 
     # ------------------------------------------------------------------------------------------- queries
 
+    def pids(self) -> list[int]:
+        """The daemons' pids (a worker's executors, and their Python workers, are its descendants)."""
+        return [d.process.popen.pid for d in [self._master, *self._workers.values()] if d is not None]
+
     def work_dir(self, index: int) -> Path:
         return self.root / "work" / f"worker{index}"
 
