@@ -94,9 +94,33 @@ def _stat(pid: int) -> list[str] | None:
     return text.rsplit(")", 1)[-1].split()  # fields from 3 (state) on; the name may hold spaces
 
 
-def cpu_seconds(roots: list[int], exclude_pgid: int | None) -> float:
+def _role(pid: int, parent_role: str | None) -> str:
+    """Which part of the Spark side a process is, from its command line and its parent's role."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return parent_role or "other"
+    line = b" ".join(argv)
+    if pid == os.getpid():
+        return "benchmark process"
+    if b"CoarseGrainedExecutorBackend" in line:
+        return "executor JVMs"
+    if b"deploy.master.Master" in line or b"deploy.worker.Worker" in line:
+        return "master and workers"
+    if parent_role == "executor JVMs" or parent_role == "executor Python workers":
+        return "executor Python workers"
+    if os.path.basename(argv[0]) == b"java":
+        return "driver JVM"
+    return (
+        "driver Python workers"
+        if parent_role == "driver JVM" or parent_role == "driver Python workers"
+        else (parent_role or "other")
+    )
+
+
+def cpu_seconds(roots: list[int], exclude_pgid: int | None) -> dict[str, float]:
     """CPU time of the process trees under ``roots`` (living processes, plus the children each has
-    reaped), skipping the process group ``exclude_pgid`` (the broker)."""
+    reaped), by role (:func:`_role`), skipping the process group ``exclude_pgid`` (the broker)."""
     children: dict[int, list[int]] = {}
     stats: dict[int, list[str]] = {}
     for entry in Path("/proc").iterdir():
@@ -105,16 +129,20 @@ def cpu_seconds(roots: list[int], exclude_pgid: int | None) -> float:
             if fields is not None:
                 stats[int(entry.name)] = fields
                 children.setdefault(int(fields[1]), []).append(int(entry.name))
-    total, todo, seen = 0, list(roots), set()
+    totals: dict[str, float] = {}
+    todo: list[tuple[int, str | None]] = [(pid, None) for pid in roots]
+    seen: set[int] = set()
     while todo:
-        pid = todo.pop()
+        pid, parent_role = todo.pop()
         fields = stats.get(pid)
         if pid in seen or fields is None or (exclude_pgid is not None and int(fields[2]) == exclude_pgid):
             continue
         seen.add(pid)
-        total += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
-        todo += children.get(pid, [])
-    return total / _CLOCK_TICKS
+        role = _role(pid, parent_role)
+        # utime, stime, cutime, cstime
+        totals[role] = totals.get(role, 0.0) + sum(int(v) for v in fields[11:15]) / _CLOCK_TICKS
+        todo += [(child, role) for child in children.get(pid, [])]
+    return totals
 
 
 def raw_rate(
@@ -182,7 +210,12 @@ def spark_rate(
         .start()
     )
     query.processAllAvailable()
-    elapsed, cpu_spent = time.perf_counter() - started, cpu() - cpu_before
+    elapsed, cpu_after = time.perf_counter() - started, cpu()
+    per_role = {
+        role: round((cpu_after.get(role, 0.0) - cpu_before.get(role, 0.0)) / count * 1000, 3)
+        for role in sorted(set(cpu_after) | set(cpu_before))
+    }
+    cpu_spent = sum(cpu_after.values()) - sum(cpu_before.values())
     query.stop()
     rows = spark.read.parquet(output).count()
     if rows != count:
@@ -195,6 +228,7 @@ def spark_rate(
     return {
         "rate": count / elapsed,
         "cpu_s_per_1000": cpu_spent / count * 1000,
+        "cpu_s_per_1000_by_role": per_role,
         "seconds": elapsed,
         "batches": len(progress),
         "rows": rows,
@@ -313,6 +347,7 @@ def main(argv: list[str] | None = None) -> int:
         "raw_cpu_s_per_1000": round(raw_cpu, 3),
         "spark_msgs_per_s": round(result["rate"], 1),
         "spark_cpu_s_per_1000": round(result["cpu_s_per_1000"], 3),
+        "spark_cpu_s_per_1000_by_role": result["cpu_s_per_1000_by_role"],
         "spark_seconds": round(result["seconds"], 2),
         "spark_batches": result["batches"],
         "spark_durations_ms": result["durations_ms"],
@@ -327,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"ratio spark/raw:              {ratio:10.2f}  (target >= {TARGET:.2f})")
     print(f"spark time per phase (ms):    {result['durations_ms']}")
+    print(f"spark core-s per 1,000 by role: {result['cpu_s_per_1000_by_role']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2)
