@@ -245,7 +245,7 @@ def _map_items(body: bytes) -> dict[str, TypedValue | None]:
     message = decode_body("map", body, {}, _NO_SERIALIZERS)
     if not isinstance(message, MapMessage):  # decode_body("map", ...) returns a MapMessage or raises
         raise TypeError(f"decode_body gave a {type(message).__name__} for a map body")
-    return dict(message._typed_items())
+    return dict(message.typed_items())
 
 
 # Map bodies never name a serializer; decode_body only asks for a registry.

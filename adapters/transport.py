@@ -132,7 +132,7 @@ def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
 _RECV_BYTES = 64 * 1024
 # Linux only; elsewhere the option is not there and ``quick_ack`` does nothing.
 _TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
-#: How long receipts are held after an ERROR frame that answered no receipt (see StompWire._on_receipt).
+#: How long receipts are held after an ERROR frame that answered no receipt (see StompWire.handle_receipt).
 _HOLD_AFTER_ERROR_S = 0.5
 #: TCP keepalive on every connection: a broker that turned heart-beats off (``heart-beat:0,0``) and then
 #: vanished without a FIN (host down, cable cut) is noticed within about idle + interval x count seconds,
@@ -712,7 +712,7 @@ class StompWire:
             if receipt == self._disconnect_receipt:
                 return False
             self._broker_alive()
-            self._on_receipt(receipt)
+            self.handle_receipt(receipt)
             return True
         return False
 
@@ -726,11 +726,11 @@ class StompWire:
             if now > last:
                 heartbeat.received_heartbeat = now
 
-    def _on_connected(self, frame: Any) -> None:
+    def handle_connected(self, frame: Any) -> None:
         self._connected_headers = dict(frame.headers)
         self._connected.set()
 
-    def _on_receipt(self, receipt: str) -> None:
+    def handle_receipt(self, receipt: str) -> None:
         with self._lock:
             pending = self._pending.pop(receipt, None)
             if pending is not None and self._unmatched_error is not None and not self._lost:
@@ -770,7 +770,7 @@ class StompWire:
         for pending in held:
             pending.finish(None)
 
-    def _on_error(self, frame: Any) -> None:
+    def handle_error(self, frame: Any) -> None:
         headers: dict[str, str] = dict(frame.headers)
         body = frame.body if isinstance(frame.body, bytes) else str(frame.body).encode("utf-8", "replace")
         text = error_text(headers, body)
@@ -794,7 +794,7 @@ class StompWire:
         else:
             self._events.on_error(error)
 
-    def _on_disconnected(self) -> None:
+    def handle_disconnected(self) -> None:
         if self._lost:
             return
         self._lost = True
@@ -860,16 +860,16 @@ class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
         self._wire = wire
 
     def on_connected(self, frame: Any) -> None:
-        self._wire._on_connected(frame)
+        self._wire.handle_connected(frame)
 
     def on_receipt(self, frame: Any) -> None:
-        self._wire._on_receipt(frame.headers.get("receipt-id", ""))
+        self._wire.handle_receipt(frame.headers.get("receipt-id", ""))
 
     def on_error(self, frame: Any) -> None:
-        self._wire._on_error(frame)
+        self._wire.handle_error(frame)
 
     def on_disconnected(self) -> None:
-        self._wire._on_disconnected()
+        self._wire.handle_disconnected()
 
     def on_heartbeat_timeout(self) -> None:
         log.warning("heart-beat timeout: the broker stopped answering")

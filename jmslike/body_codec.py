@@ -124,23 +124,23 @@ def _(msg: TextMessage) -> Encoded:
 
 @_encode.register
 def _(msg: BytesMessage) -> Encoded:
-    return "bytes", msg._body_bytes(), {}
+    return "bytes", msg.body_bytes(), {}
 
 
 @_encode.register
 def _(msg: MapMessage) -> Encoded:
-    items = {name: _element_to_json(item) for name, item in msg._typed_items().items()}
+    items = {name: _element_to_json(item) for name, item in msg.typed_items().items()}
     return "map", _json_dumps(items), {}
 
 
 @_encode.register
 def _(msg: StreamMessage) -> Encoded:
-    return "stream", _json_dumps([_element_to_json(item) for item in msg._typed_items()]), {}
+    return "stream", _json_dumps([_element_to_json(item) for item in msg.typed_items()]), {}
 
 
 @_encode.register
 def _(msg: ObjectMessage) -> Encoded:
-    data = msg._serialized()
+    data = msg.serialized_body()
     headers = {SERIALIZER_HEADER: msg.serializer.name}
     if data is None:
         headers[NULL_BODY_HEADER] = "true"
@@ -225,7 +225,7 @@ def decode_body(
     type_tag: str | None, body: bytes, headers: Mapping[str, str], serializers: SerializerRegistry
 ) -> Message:
     """A new message holding the body. The caller then sets the JMS headers, loads the properties
-    (``_load_properties(decode_properties(...))``) and calls ``_mark_received()``.
+    (``load_properties(decode_properties(...))``) and calls ``mark_received()``.
 
     A malformed map or stream body raises MessageFormatException. An unknown tag (a newer jmslike) is
     decoded like an untagged message, so the payload still arrives.
@@ -251,7 +251,7 @@ def encode_properties(msg: Message, reserved: Collection[str]) -> dict[str, str]
     """
     headers: dict[str, str] = {}
     types: list[str] = []
-    for name, typed in msg._typed_properties().items():
+    for name, typed in msg.typed_properties().items():
         headers[PROPERTY_PREFIX + name if name in reserved else name] = java_string(typed)
         if typed.jms_type != "String":
             types.append(f"{name}={typed.jms_type}")

@@ -228,12 +228,12 @@ class Connection(ConnectionDomainMethods):
 
     def wire_for_use(self) -> StompWire:
         """The current wire; while a reconnect is under way, wait for it (bounded) rather than fail."""
-        self._check_open()
+        self.check_open()
         if self._ready.is_set():
             return self.wire
         if self._config.reconnect and self._ready.wait(self._config.receipt_timeout_ms / 1000):
             return self.wire
-        self._check_open()
+        self.check_open()
         raise self._failed or ConnectionLostException("the connection to the broker is lost")
 
     @property
@@ -250,7 +250,7 @@ class Connection(ConnectionDomainMethods):
     def setClientID(self, clientID: str) -> None:
         """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2)."""
         with self._lock:
-            self._check_open()
+            self.check_open()
             if self._client_id is not None:
                 raise IllegalStateException(
                     f"client ID is already set to {self._client_id!r}; it can be set only once per connection"
@@ -273,11 +273,11 @@ class Connection(ConnectionDomainMethods):
     def start(self) -> None:
         """Start (or restart) delivery of messages to this connection's consumers."""
         with self._lock:
-            self._check_open()
+            self.check_open()
             self._lock_client_id()
             self._started.set()
         for session in list(self._sessions):
-            session._wake()
+            session.wake_waiters()
 
     def stop(self) -> None:
         """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4)."""
@@ -287,11 +287,11 @@ class Connection(ConnectionDomainMethods):
                 "itself); call it from another thread"
             )
         with self._lock:
-            self._check_open()
+            self.check_open()
             self._lock_client_id()
             self._started.clear()
         for session in list(self._sessions):
-            session._wait_idle()
+            session.wait_idle()
 
     def on_dispatch_thread(self) -> bool:
         """Whether the caller is the listener / callback thread of one of this connection's sessions."""
@@ -325,7 +325,7 @@ class Connection(ConnectionDomainMethods):
 
         mode = session_mode(*args, **kwargs)
         with self._lock:
-            self._check_open()
+            self.check_open()
             self._lock_client_id()
             session = Session(self, mode)
             self._sessions.append(session)
@@ -333,7 +333,7 @@ class Connection(ConnectionDomainMethods):
 
     def setExceptionListener(self, listener: ExceptionListener | None) -> None:
         """Called on a connection thread with asynchronous errors (a lost connection, a listener that raised)."""
-        self._check_open()
+        self.check_open()
         self._exception_listener = listener
 
     def getExceptionListener(self) -> ExceptionListener | None:
@@ -342,7 +342,7 @@ class Connection(ConnectionDomainMethods):
 
     def getMetaData(self) -> ConnectionMetaData:
         """What is known about the provider and the broker (CONNECTED ``server``)."""
-        self._check_open()
+        self.check_open()
         return ConnectionMetaData(self.adapter, self._server, self.adapter.stomp_version)
 
     def close(self) -> None:
@@ -388,7 +388,7 @@ class Connection(ConnectionDomainMethods):
     def closed(self) -> bool:
         return self._closed
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise IllegalStateException("the connection is closed")
 
@@ -406,6 +406,15 @@ class Connection(ConnectionDomainMethods):
     def unregister_consumer(self, consumer: MessageConsumer) -> None:
         self.unregister_consumer_id(consumer.spec.sub_id)
 
+    def subscriber_for(self, sub_id: str) -> MessageConsumer | None:
+        """Who a MESSAGE with this subscription ID goes to (None: it detached)."""
+        return self._consumers.get(sub_id)
+
+    @property
+    def failure(self) -> ConnectionLostException | None:
+        """Why the connection is lost for good (no reconnect, or attempts used up); None while usable."""
+        return self._failed
+
     def unregister_consumer_id(self, sub_id: str) -> None:
         self._consumers.pop(sub_id, None)
 
@@ -413,7 +422,7 @@ class Connection(ConnectionDomainMethods):
         return {
             c.spec.durable_name
             for c in self._consumers.values()
-            if c.spec.durable_name is not None and not c._closed
+            if c.spec.durable_name is not None and not c.closed
         }
 
     def active_shared_durable_names(self) -> set[str]:
@@ -421,7 +430,7 @@ class Connection(ConnectionDomainMethods):
         return {
             c.spec.shared_name
             for c in self._consumers.values()
-            if c.spec.shared_durable and c.spec.shared_name is not None and not c._closed
+            if c.spec.shared_durable and c.spec.shared_name is not None and not c.closed
         }
 
     def remove_session(self, session: Session) -> None:
@@ -506,7 +515,7 @@ class Connection(ConnectionDomainMethods):
 
     # -- recovery -------------------------------------------------------------------------------------
 
-    def _on_lost(self, error: ConnectionLostException) -> None:
+    def on_lost(self, error: ConnectionLostException) -> None:
         """Called on the receiver thread: record the loss, wake waiters, start the supervisor."""
         if self._closed:
             return
@@ -514,7 +523,7 @@ class Connection(ConnectionDomainMethods):
         if not self._config.reconnect:
             self._failed = error  # before waking receivers, so they raise instead of waiting on
         for session in list(self._sessions):
-            session._on_connection_lost()
+            session.on_connection_lost()
         if self._config.reconnect:
             with self._lock:
                 if self._supervising:
@@ -527,7 +536,7 @@ class Connection(ConnectionDomainMethods):
             self.report(error)
 
     def _supervise(self, error: ConnectionLostException) -> None:
-        """The one reconnect supervisor (see _on_lost): bounded exponential back-off, or give up."""
+        """The one reconnect supervisor (see on_lost): bounded exponential back-off, or give up."""
         try:
             self._reconnect(error)
         finally:
@@ -545,7 +554,7 @@ class Connection(ConnectionDomainMethods):
                 # Re-subscribe on the new wire before it becomes the connection's: no lock is held across
                 # receipts, and a failed attempt leaves no half-subscribed wire in use.
                 for consumer in list(self._consumers.values()):
-                    if not consumer._closed:
+                    if not consumer.closed:
                         self.adapter.subscribe(wire, consumer.spec)
                 with self._lock:
                     if self._closed:  # closed meanwhile: this wire must not outlive the connection
@@ -556,14 +565,14 @@ class Connection(ConnectionDomainMethods):
                 self._ready.set()
                 log.info("reconnected to %s after %d attempt(s)", self._config.describe(), attempt)
                 for session in list(self._sessions):
-                    session._wake()
+                    session.wake_waiters()
                 return
             except JMSException as exc:
                 log.info("reconnect attempt %d failed: %s", attempt, exc)
                 if wire is not None:
                     wire.close(timeout_s=1.0)
                     for session in list(self._sessions):
-                        session._on_connection_lost()  # what that wire delivered cannot be acked now
+                        session.on_connection_lost()  # what that wire delivered cannot be acked now
                 deadline = time.monotonic() + delay
                 while time.monotonic() < deadline and not self._closed:
                     threading.Event().wait(min(0.05, delay))
@@ -573,7 +582,7 @@ class Connection(ConnectionDomainMethods):
         )
         self._failed.__cause__ = error
         for session in list(self._sessions):
-            session._wake()
+            session.wake_waiters()
         self.report(self._failed)
 
 
@@ -592,7 +601,7 @@ class _Events:
     def on_message(self, frame: Frame) -> None:
         connection = self._connection
         incoming = connection.adapter.decode_message(frame)
-        consumer = connection._consumers.get(incoming.sub_id)
+        consumer = connection.subscriber_for(incoming.sub_id)
         if consumer is None:
             # Arrived after its consumer detached: ActiveMQ takes it back on its own; RabbitMQ keeps it with
             # this connection until it closes (its STOMP refuses ACK/NACK after UNSUBSCRIBE).
@@ -606,7 +615,7 @@ class _Events:
 
     def on_lost(self, error: ConnectionLostException) -> None:
         if self._current():
-            self._connection._on_lost(error)
+            self._connection.on_lost(error)
 
 
 def _context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, str | None, int]:

@@ -33,6 +33,48 @@ T = TypeVar("T")
 _PROVIDER_PROPERTIES = frozenset({"JMSXDeliveryCount"})
 
 
+class Inbox:
+    """A consumer's messages not yet handed out, oldest first, and whether it still takes any.
+
+    The session owns delivery (order, local redelivery, acknowledgement, see session.py): it is the only one
+    that changes an inbox, always under its own lock, so the inbox needs none. A closed inbox stays closed:
+    closing hands back what it held, for the broker to have again."""
+
+    __slots__ = ("_closed", "_items")
+
+    def __init__(self) -> None:
+        self._items: deque[Pending] = deque()
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def put(self, pending: Pending) -> None:
+        self._items.append(pending)
+
+    def put_back(self, pending: Pending) -> None:
+        """Ahead of everything else: a message redelivered locally, or left in place, comes first."""
+        self._items.appendleft(pending)
+
+    def take(self) -> Pending:
+        return self._items.popleft()
+
+    def clear(self) -> None:
+        """Forget what is buffered (the connection was lost: the broker has it all again)."""
+        self._items.clear()
+
+    def close(self) -> list[Pending]:
+        """Take no more; what was buffered, in order."""
+        self._closed = True
+        items = list(self._items)
+        self._items.clear()
+        return items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
 class MessageConsumer:
     """``javax.jms.MessageConsumer``: ``receive``, ``receiveNoWait``, listeners; iterable as an extra."""
 
@@ -45,15 +87,14 @@ class MessageConsumer:
         )
         capabilities = session.connection.adapter.capabilities
         self._client_no_local = spec.no_local and not capabilities.no_local
-        self._inbox: deque[Pending] = deque()
+        self._inbox = Inbox()
         self._listener: MessageListener | None = None
-        self._closed = False
 
     # -- JMS API --------------------------------------------------------------------------------------
 
     def getMessageSelector(self) -> str | None:
         """The selector as the application wrote it (the broker gets an equivalent normalised form)."""
-        self._check_open()
+        self.check_open()
         return self._selector.text if self._selector is not None else None
 
     def getDestination(self) -> Destination:
@@ -61,24 +102,24 @@ class MessageConsumer:
 
     def receive(self, timeout_ms: int | None = None) -> Message | None:
         """Wait for the next message; ``None``/0 waits forever (as JMS ``receive()``/``receive(0)``)."""
-        self._check_open()
+        self.check_open()
         if self._listener is not None:
             raise IllegalStateException("receive() is not allowed while a MessageListener is set")
         deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
         self._session.connection.hint_if_stopped("receive()")
-        return self._session._receive(self, deadline)
+        return self._session.receive_for(self, deadline)
 
     def receiveNoWait(self) -> Message | None:
-        self._check_open()
+        self.check_open()
         if self._listener is not None:
             raise IllegalStateException("receiveNoWait() is not allowed while a MessageListener is set")
-        return self._session._receive(self, time.monotonic())
+        return self._session.receive_for(self, time.monotonic())
 
     def receive_body(self, c: type[T], timeout_ms: int | None = None, *, no_wait: bool = False) -> T | None:
         """JMS 2.0 ``JMSConsumer.receiveBody`` on this consumer: the next message's body as ``c`` (``None``
         when the wait ends empty or the message has no body). A body that is not a ``c`` raises
         MessageFormatException; in AUTO and DUPS_OK mode the message then stays for the next receive."""
-        self._check_open()
+        self.check_open()
         if self._listener is not None:
             raise IllegalStateException("receiveBody() is not allowed while a MessageListener is set")
         if not isinstance(c, type):
@@ -89,12 +130,12 @@ class MessageConsumer:
             deadline: float | None = time.monotonic()
         else:
             deadline = time.monotonic() + timeout_ms / 1000 if timeout_ms else None
-        message = self._session._receive(self, deadline, body_type=c)
+        message = self._session.receive_for(self, deadline, body_type=c)
         return None if message is None else message.getBody(c)
 
     def setMessageListener(self, listener: MessageListener | object | None) -> None:
         """Accepts a callable or an object with ``onMessage(message)`` (the Java shape)."""
-        self._check_open()
+        self.check_open()
         if listener is not None and not callable(listener):
             on_message = getattr(listener, "onMessage", None)
             if on_message is None:
@@ -104,7 +145,7 @@ class MessageConsumer:
             listener = on_message
         self._listener = listener  # type: ignore[assignment]
         if listener is not None:
-            self._session._ensure_dispatcher()
+            self._session.ensure_dispatcher()
 
     def getMessageListener(self) -> MessageListener | None:
         return self._listener
@@ -123,23 +164,23 @@ class MessageConsumer:
         delivered are still unacknowledged or in the open transaction, once the session acknowledges,
         recovers, commits or rolls them back (as the ActiveMQ Java client defers it): JMS lets the
         session acknowledge them after the consumer is closed, which needs the subscription."""
-        if self._closed:
+        if self.closed:
             return
         # Stays routable until detached: what still arrives is handed back to the broker at detach.
-        self._session._consumer_closed(self)
+        self._session.consumer_closed(self)
 
     def detach(self) -> None:
         """Release the broker subscription; its prefetched and unacknowledged messages go back to the broker."""
         connection = self._session.connection
         if connection.wire.is_open:
             with contextlib.suppress(JMSException):  # a lost connection detaches everything anyway
-                connection.adapter.detach(connection.wire, self.spec, lambda: self._session._hand_back(self))
+                connection.adapter.detach(connection.wire, self.spec, lambda: self._session.hand_back(self))
         connection.unregister_consumer(self)
-        self._session._hand_back(self)  # what arrived after that stays with the broker's connection
+        self._session.hand_back(self)  # what arrived after that stays with the broker's connection
 
     def __iter__(self) -> Iterator[Message]:
         """Pythonic extra: iterate until the consumer is closed."""
-        while not self._closed:
+        while not self.closed:
             message = self.receive()
             if message is None:
                 return
@@ -152,19 +193,44 @@ class MessageConsumer:
         self.close()
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.spec.destination} {'closed' if self._closed else 'open'}>"
+        return f"<{type(self).__name__} {self.spec.destination} {'closed' if self.closed else 'open'}>"
 
-    def _check_open(self) -> None:
-        if self._closed:
+    def check_open(self) -> None:
+        if self.closed:
             raise IllegalStateException("the consumer is closed")
-        self._session._check_open()
+        self._session.check_open()
 
-    # -- for the session ------------------------------------------------------------------------------
+    # -- for the session and the connection -----------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """Closed by the application (its inbox takes no more); the connection never re-subscribes it."""
+        return self._inbox.closed
+
+    @property
+    def inbox(self) -> Inbox:
+        """What the receiver thread delivered and nobody took yet; only the session changes it."""
+        return self._inbox
+
+    @property
+    def session(self) -> Session:
+        return self._session
+
+    @property
+    def selector(self) -> Selector | None:
+        """The parsed selector (``getMessageSelector()`` gives its text)."""
+        return self._selector
+
+    def end_now(self) -> None:
+        """Closed and detached at once, with nothing owed: a persistence-filtered subscription's companion
+        delivers through its owner and ends with it (jmslike.durable_subscriptions)."""
+        self._inbox.close()
+        self.detach()
 
     def enqueue(self, incoming: IncomingMessage) -> None:
         from jmslike.session import Pending
 
-        self._session._enqueue(self, Pending(incoming))
+        self._session.enqueue_for(self, Pending(incoming))
 
     def accepts(self, incoming: IncomingMessage) -> bool:
         """Client-side selector and noLocal, for brokers that cannot filter (topics only; see Session)."""
@@ -189,25 +255,25 @@ class MessageConsumer:
 class TopicSubscriber(MessageConsumer):
     """``javax.jms.TopicSubscriber`` (durable subscriptions are created as these)."""
 
-    # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one (see
-    # jmslike.durable_subscriptions).
-    _definition: DurableDefinition | None = None
-    _companion: MessageConsumer | None = None
+    # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one; set and
+    # read by jmslike.durable_subscriptions, which attaches and closes them.
+    definition: DurableDefinition | None = None
+    companion: MessageConsumer | None = None
 
     def getMessageSelector(self) -> str | None:
         """The application's selector (a persistence-filtered subscription's inactive selector is apart)."""
-        if self._definition is not None:
-            self._check_open()
-            return self._definition.selector
+        if self.definition is not None:
+            self.check_open()
+            return self.definition.selector
         return super().getMessageSelector()
 
     def getInactiveSelector(self) -> str | None:
         """MQ extra: the selector of what is kept while no subscriber is attached (None = everything)."""
-        return self._definition.inactive_selector if self._definition is not None else None
+        return self.definition.inactive_selector if self.definition is not None else None
 
     def close(self, removeSubscription: bool = False) -> None:
         """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""
-        if self._closed:
+        if self.closed:
             if removeSubscription:
                 raise IllegalStateException("the subscriber is already closed; use session.unsubscribe(name)")
             return
@@ -222,7 +288,7 @@ class TopicSubscriber(MessageConsumer):
         durable_subscriptions.detach_companion(self)
 
     def accepts(self, incoming: IncomingMessage) -> bool:
-        companion = self._companion
+        companion = self.companion
         if companion is not None and incoming.sub_id == companion.spec.sub_id:
             return companion.accepts(incoming)
         return super().accepts(incoming)
@@ -264,7 +330,7 @@ class QueueBrowser:
         subscription ends when the enumeration is exhausted, closed, or garbage collected."""
         if self._closed:
             raise IllegalStateException("the browser is closed")
-        self._session._check_open()
+        self._session.check_open()
         stream = self._stream(timeout_ms)
         # Run it up to its first yield: the browse subscription exists (or its refusal is raised) here, as JMS
         # has it, and from here on closing or collecting the enumeration ends the subscription.
@@ -323,9 +389,12 @@ class _BrowseSink:
         self._ended = False
         self._cond = threading.Condition()
         self.stopped = False  # the browsing side is gone: what still arrives is dropped
-        # Read by the connection like a consumer's: True, so a reconnect never re-subscribes a browse (it would
-        # start again from the head of the queue); the browse then ends with the timeout's JMSException.
-        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """Read by the connection like a consumer's: True, so a reconnect never re-subscribes a browse (it
+        would start again from the head of the queue); the browse then ends with the timeout's JMSException."""
+        return True
 
     def enqueue(self, incoming: IncomingMessage) -> None:  # receiver thread
         with self._cond:
@@ -365,7 +434,7 @@ def build_message(
         message = BytesMessage()
         message.writeBytes(incoming.body)
     properties = body_codec.decode_properties(incoming.property_headers, reserved, _PROVIDER_PROPERTIES)
-    message._load_properties(properties)
+    message.load_properties(properties)
     message.setJMSMessageID(incoming.message_id)
     message.setJMSDestination(incoming.destination)
     message.setJMSTimestamp(incoming.timestamp)
@@ -377,8 +446,8 @@ def build_message(
     message.setJMSReplyTo(incoming.reply_to)
     message.setJMSType(incoming.jms_type)
     message.setJMSRedelivered(redelivered)
-    message._set_delivery_count(delivery_count)
-    message._mark_received()
+    message.set_delivery_count(delivery_count)
+    message.mark_received()
     return message
 
 

@@ -410,7 +410,7 @@ class JMSProducer:
                 f"send() needs a Queue or Topic (context.createQueue/createTopic), got {destination!r}"
             )
         message = self._as_message(body)
-        for name, typed in self._properties._typed_properties().items():
+        for name, typed in self._properties.typed_properties().items():
             message.setObjectProperty(name, typed)
         if self._correlation_id_set:
             message.setJMSCorrelationID(self._correlation_id)

@@ -59,14 +59,14 @@ class CompanionConsumer(MessageConsumer):
     ) -> None:
         super().__init__(session, spec, selector)
         self._owner = owner
-        inactive = owner._definition.inactive_selector if owner._definition is not None else None
+        inactive = owner.definition.inactive_selector if owner.definition is not None else None
         assert inactive is not None
         self._inactive = selectors.parse(inactive)
 
     def enqueue(self, incoming: IncomingMessage) -> None:
         from jmslike.session import Pending
 
-        self._session._enqueue(self._owner, Pending(incoming))
+        self._session.enqueue_for(self._owner, Pending(incoming))
 
     def accepts(self, incoming: IncomingMessage) -> bool:
         if not super().accepts(incoming):
@@ -138,7 +138,7 @@ def create(
         subscriber: TopicSubscriber = OnRequestSubscriber(session, spec, combined)
     else:
         subscriber = TopicSubscriber(session, spec, combined)
-    subscriber._definition = definition
+    subscriber.definition = definition
     session.attach(subscriber)
     try:
         if inactive is not None:
@@ -168,7 +168,7 @@ def _attach_companion(session: Session, owner: TopicSubscriber, parsed: selector
     except BaseException:
         connection.unregister_consumer(companion)
         raise
-    owner._companion = companion
+    owner.companion = companion
 
 
 def _expire_if_due(
@@ -220,19 +220,19 @@ def resume(session: Session, name: str) -> TopicSubscriber:
 
 def close(subscriber: TopicSubscriber, remove: bool) -> None:
     """``TopicSubscriber.close(removeSubscription=...)``."""
-    session = subscriber._session
+    session = subscriber.session
     name = subscriber.spec.durable_name
     if remove:
         if name is None:
             raise IllegalStateException("removeSubscription=True needs a durable subscriber")
-        current = session._current
+        current = session.current_delivery
         if current is not None and current[0] is subscriber:
             raise IllegalStateException(
                 f"close(removeSubscription=True) of {name!r} from its own MessageListener: the message being "
                 "delivered keeps the subscription attached until the listener returns; close() here and call "
                 "session.unsubscribe(name) afterwards, or close from another thread"
             )
-        if any(s._holds_unacked(name) for s in session.connection.sessions()):
+        if any(s.holds_unacked(name) for s in session.connection.sessions()):
             raise IllegalStateException(
                 f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "
                 "acknowledge, commit or roll back before close(removeSubscription=True)"
@@ -243,7 +243,7 @@ def close(subscriber: TopicSubscriber, remove: bool) -> None:
     if remove:
         session.unsubscribe(name)
         return
-    definition = subscriber._definition
+    definition = subscriber.definition
     registry = optional_registry(session.connection)
     if definition is not None and registry is not None and session.connection.wire.is_open:
         try:
@@ -253,8 +253,7 @@ def close(subscriber: TopicSubscriber, remove: bool) -> None:
 
 
 def detach_companion(subscriber: TopicSubscriber) -> None:
-    companion = subscriber._companion
+    companion = subscriber.companion
     if companion is not None:
-        subscriber._companion = None
-        companion._closed = True
-        companion.detach()
+        subscriber.companion = None
+        companion.end_now()

@@ -6,8 +6,8 @@ never instead. Values keep their JMS types (:mod:`jmslike.properties`), so a Jav
 agree on what ``getIntProperty`` of a given message returns.
 
 Providers (the session and consumer code, the body codec) use a few underscore hooks, documented where
-they are defined: ``_mark_received``, ``_acknowledger``, ``_set_delivery_count``, ``_load_properties``,
-``_typed_properties``. Header values live in ``_jms_*`` attributes, but the ``setJMS*`` setters are always
+they are defined: ``mark_received``, ``bind_acknowledger``, ``set_delivery_count``, ``load_properties``,
+``typed_properties`` (snake_case, so never mistaken for JMS API). Header values live in ``_jms_*`` attributes, but the ``setJMS*`` setters are always
 allowed and are the way to set them.
 """
 
@@ -208,7 +208,7 @@ class Message:
     def setJMSDeliveryTime(self, value: int) -> None:
         self._jms_delivery_time = _int_arg(value, "JMSDeliveryTime")
 
-    def _stamp(
+    def stamp_for_send(
         self,
         destination: Destination,
         mode: int,
@@ -377,24 +377,28 @@ class Message:
         if self._acknowledger is not None:
             self._acknowledger()
 
-    def _mark_received(self) -> None:
+    def bind_acknowledger(self, acknowledger: Callable[[], None]) -> None:
+        """Provider hook: what ``acknowledge()`` does for this delivery (the session's mode decides)."""
+        self._acknowledger = acknowledger
+
+    def mark_received(self) -> None:
         """Provider hook, called once a received message is fully built: properties and body become
         read-only (Bytes and Stream messages are put in read mode at the start)."""
         self._received = True
         self._properties_read_only = True
         self._body_read_only = True
 
-    def _set_delivery_count(self, count: int) -> None:
+    def set_delivery_count(self, count: int) -> None:
         """Provider hook: JMSXDeliveryCount of this delivery (1 on first delivery)."""
         self._delivery_count = _int_arg(count, JMSX_DELIVERY_COUNT)
 
-    def _typed_properties(self) -> Mapping[str, TypedValue]:
+    def typed_properties(self) -> Mapping[str, TypedValue]:
         """Provider hook: the application's properties with their JMS types (JMSXDeliveryCount excluded)."""
         return MappingProxyType(self._properties)
 
-    def _load_properties(self, properties: Mapping[str, TypedValue]) -> None:
+    def load_properties(self, properties: Mapping[str, TypedValue]) -> None:
         """Provider hook: add decoded properties, bypassing the read-only and name checks (names from the
-        network are whatever the sender used). JMSXDeliveryCount is ignored: use _set_delivery_count."""
+        network are whatever the sender used). JMSXDeliveryCount is ignored: use set_delivery_count."""
         self._properties.update((k, v) for k, v in properties.items() if k != JMSX_DELIVERY_COUNT)
 
     def __repr__(self) -> str:
@@ -530,8 +534,8 @@ class _StreamedMessage(Message):
     def _rewind(self) -> None:
         raise NotImplementedError
 
-    def _mark_received(self) -> None:
-        super()._mark_received()
+    def mark_received(self) -> None:
+        super().mark_received()
         self._rewind()
 
 
@@ -568,7 +572,7 @@ class BytesMessage(_StreamedMessage):
         """The whole body in either mode, without moving the read position; None when empty."""
         return bytes(self._buffer) or None
 
-    def _body_bytes(self) -> bytes:
+    def body_bytes(self) -> bytes:
         return bytes(self._buffer)
 
     # -- writing --
@@ -702,7 +706,7 @@ class StreamMessage(_StreamedMessage):
         message._items = items
         return message
 
-    def _typed_items(self) -> Sequence[TypedValue | None]:
+    def typed_items(self) -> Sequence[TypedValue | None]:
         return tuple(self._items)
 
     def _rewind(self) -> None:
@@ -836,7 +840,7 @@ class MapMessage(Message):
         message._map = items
         return message
 
-    def _typed_items(self) -> Mapping[str, TypedValue | None]:
+    def typed_items(self) -> Mapping[str, TypedValue | None]:
         return MappingProxyType(self._map)
 
     def _clear_body(self) -> None:
@@ -961,7 +965,7 @@ class ObjectMessage(Message):
         message._data = data
         return message
 
-    def _serialized(self) -> bytes | None:
+    def serialized_body(self) -> bytes | None:
         return self._data
 
     @property

@@ -81,48 +81,48 @@ class MessageProducer(ProducerDomainMethods):
 
     def setDeliveryMode(self, deliveryMode: int) -> None:
         """Set the DeliveryMode of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         self._delivery_mode = check_delivery_mode(deliveryMode)
 
     def getDeliveryMode(self) -> int:
         """The DeliveryMode of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         return self._delivery_mode
 
     def setPriority(self, priority: int) -> None:
         """Set the Priority of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         self._priority = check_priority(priority)
 
     def getPriority(self) -> int:
         """The Priority of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         return self._priority
 
     def setTimeToLive(self, timeToLive: int) -> None:
         """Set the TimeToLive of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         self._time_to_live = check_time_to_live(timeToLive)
 
     def getTimeToLive(self) -> int:
         """The TimeToLive of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         return self._time_to_live
 
     def setDeliveryDelay(self, deliveryDelay: int) -> None:
         """JMS 2.0: messages are delivered no earlier than ``deliveryDelay`` ms after send. Where the broker
         cannot hold them back, the first delayed send raises UnsupportedFeatureException."""
-        self._check_open()
+        self.check_open()
         self._delivery_delay = check_delivery_delay(deliveryDelay)
 
     def getDeliveryDelay(self) -> int:
         """The DeliveryDelay of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         return self._delivery_delay
 
     def setDisableMessageID(self, value: bool) -> None:
         """Set the DisableMessageID of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         self._disable_id = bool(value)
 
     def getDisableMessageID(self) -> bool:
@@ -131,7 +131,7 @@ class MessageProducer(ProducerDomainMethods):
 
     def setDisableMessageTimestamp(self, value: bool) -> None:
         """Set the DisableMessageTimestamp of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         self._disable_timestamp = bool(value)
 
     def getDisableMessageTimestamp(self) -> bool:
@@ -140,7 +140,7 @@ class MessageProducer(ProducerDomainMethods):
 
     def getDestination(self) -> Destination | None:
         """The Destination of the messages this producer sends."""
-        self._check_open()
+        self.check_open()
         return self._destination
 
     def close(self) -> None:
@@ -158,7 +158,7 @@ class MessageProducer(ProducerDomainMethods):
         session's close, which settled its sends already and must close every producer (the error has
         reached the ExceptionListener)."""
         self._closed = True
-        self._session._remove_producer(self)
+        self._session.remove_producer(self)
         return self._take_failed_send()
 
     def __enter__(self) -> MessageProducer:
@@ -167,10 +167,10 @@ class MessageProducer(ProducerDomainMethods):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise IllegalStateException("the producer is closed")
-        self._session._check_open()
+        self._session.check_open()
 
     def _raise_failed_send(self) -> None:
         error = self._take_failed_send()
@@ -212,7 +212,7 @@ class MessageProducer(ProducerDomainMethods):
 
         ``retain=True`` (topics): also keep the message as the topic's retained publication, replacing the
         previous one; an empty body clears it (docs/retained.md). Such a send is synchronous."""
-        self._check_open()
+        self.check_open()
         self._raise_failed_send()
         if args and isinstance(args[0], Destination):
             if self._destination is not None:
@@ -270,7 +270,7 @@ class MessageProducer(ProducerDomainMethods):
         message_id = None if self._disable_id else f"{self._id_prefix}{next(self._id_counter):012x}"
         timestamp = 0 if self._disable_timestamp else now
         expiration = now + ttl if ttl else 0  # from the send, delay or not (JMS 2.0 §3.4.9; Qpid JMS too)
-        message._stamp(destination, mode, priority, expiration, timestamp, message_id, now + delay)
+        message.stamp_for_send(destination, mode, priority, expiration, timestamp, message_id, now + delay)
         type_tag, body, extra = body_codec.encode_body(message)
         headers = body_codec.encode_properties(message, connection.adapter.reserved_headers)
         headers.update(extra)

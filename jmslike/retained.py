@@ -303,7 +303,7 @@ class _Sink:
         self._cond = threading.Condition()
         self._items: list[IncomingMessage] = []
         self._ended = False
-        self._closed = False  # read by the connection's active_durable_names()
+        self.closed = False  # read by the connection (active_durable_names, re-subscription)
 
     @property
     def ended(self) -> bool:
@@ -452,14 +452,14 @@ class OnRequestSubscriber(TopicSubscriber):
 def request_update(consumer: MessageConsumer, correlation_id: str | None = None) -> int:
     """Deliver to ``consumer`` the current retained publication of every topic it matches; see module doc.
     ``correlation_id`` replaces the publications' JMSCorrelationID (the subscriber's own tag)."""
-    consumer._check_open()
+    consumer.check_open()
     if correlation_id is not None and (
         not isinstance(correlation_id, str) or any(ord(ch) < 32 for ch in correlation_id)
     ):
         raise JMSException(
             f"a correlation ID must be a string without control characters, got {correlation_id!r}"
         )
-    session = consumer._session
+    session = consumer.session
     connection = session.connection
     adapter = connection.adapter
     _require(adapter, "request update (retained publications)")
@@ -494,7 +494,7 @@ def request_update(consumer: MessageConsumer, correlation_id: str | None = None)
         incoming = _incoming(adapter, consumer.spec.sub_id, envelope, correlation_id)
         if incoming.expired(now):
             continue
-        selector = consumer._selector
+        selector = consumer.selector
         if selector is not None and not selector.matches(functools.partial(selector_value, incoming)):
             continue
         chosen.append(incoming)

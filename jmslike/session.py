@@ -135,44 +135,44 @@ class Session(SessionDomainMethods):
 
     def getTransacted(self) -> bool:
         """Whether the session is transacted."""
-        self._check_open()
+        self.check_open()
         return self._ack_mode == AcknowledgeMode.SESSION_TRANSACTED
 
     def getAcknowledgeMode(self) -> int:
         """The session mode: AUTO, CLIENT, DUPS_OK, INDIVIDUAL_ACKNOWLEDGE or SESSION_TRANSACTED."""
-        self._check_open()
+        self.check_open()
         return self._ack_mode
 
     @property
     def transacted(self) -> bool:
         return self._ack_mode == AcknowledgeMode.SESSION_TRANSACTED
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
         if self._closed:
             raise IllegalStateException("the session is closed")
-        self._connection._check_open()
+        self._connection.check_open()
 
     # -- destinations and messages --------------------------------------------------------------------
 
     def createQueue(self, queueName: str) -> Queue:
         """The Queue named ``queueName`` (no broker round trip; brokers create queues on first use)."""
-        self._check_open()
+        self.check_open()
         return Queue(check_name(queueName, "queue"))
 
     def createTopic(self, topicName: str) -> Topic:
         """A topic; hierarchical names may use the portable notation ``Sport/Soccer/#`` (jmslike.topics)."""
-        self._check_open()
+        self.check_open()
         return Topic(topics.canonical(check_name(topicName, "topic")))
 
     def createTemporaryQueue(self) -> TemporaryQueue:
         """A queue that lives as long as this connection; only this connection may consume from it."""
-        self._check_open()
+        self.check_open()
         self._require("temporary_destinations", "temporary queues")
         return self._new_temporary(TemporaryQueue)  # type: ignore[return-value]
 
     def createTemporaryTopic(self) -> TemporaryTopic:
         """A topic that lives as long as this connection; only this connection may subscribe to it."""
-        self._check_open()
+        self.check_open()
         self._require("temporary_destinations", "temporary topics")
         return self._new_temporary(TemporaryTopic)  # type: ignore[return-value]
 
@@ -183,12 +183,12 @@ class Session(SessionDomainMethods):
 
     def createMessage(self) -> Message:
         """A Message without a body (headers and properties only)."""
-        self._check_open()
+        self.check_open()
         return Message()
 
     def createTextMessage(self, text: str | None = None) -> TextMessage:
         """A TextMessage holding ``text`` (or no text)."""
-        self._check_open()
+        self.check_open()
         message = TextMessage()
         if text is not None:
             message.setText(text)
@@ -196,22 +196,22 @@ class Session(SessionDomainMethods):
 
     def createBytesMessage(self) -> BytesMessage:
         """An empty BytesMessage."""
-        self._check_open()
+        self.check_open()
         return BytesMessage()
 
     def createMapMessage(self) -> MapMessage:
         """An empty MapMessage."""
-        self._check_open()
+        self.check_open()
         return MapMessage()
 
     def createStreamMessage(self) -> StreamMessage:
         """An empty StreamMessage."""
-        self._check_open()
+        self.check_open()
         return StreamMessage()
 
     def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
         """An ObjectMessage serialised by a named safe serializer (the registry default, JSON; never pickle)."""
-        self._check_open()
+        self.check_open()
         registry = self._connection.serializers
         chosen = registry.get(serializer) if serializer is not None else registry.default
         return ObjectMessage(obj, serializer=chosen)
@@ -226,7 +226,7 @@ class Session(SessionDomainMethods):
         """A MessageProducer for ``destination``, or an unidentified one (None) that names it per send."""
         from jmslike.producer import MessageProducer
 
-        self._check_open()
+        self.check_open()
         if destination is not None:
             self._check_destination(destination)
         producer = MessageProducer(self, destination)
@@ -244,7 +244,7 @@ class Session(SessionDomainMethods):
         from jmslike.consumer import MessageConsumer
         from jmslike.retained import OnRequestSubscriber
 
-        self._check_open()
+        self.check_open()
         self._check_destination(destination)
         if isinstance(destination, TemporaryQueue | TemporaryTopic) and not self._connection.owns_temporary(
             destination
@@ -280,7 +280,7 @@ class Session(SessionDomainMethods):
         asks for the topic's retained publications with ``requestUpdate()`` (docs/retained.md);
         ``inactiveSelector`` keeps only matching messages while no subscriber is attached; ``expiry_ms``
         removes the subscription after that long inactive (docs/subscriptions.md)."""
-        self._check_open()
+        self.check_open()
         self._check_durable(topic, name)
         from jmslike import durable_subscriptions
 
@@ -308,7 +308,7 @@ class Session(SessionDomainMethods):
         connections, share the messages; it exists while it has a consumer (jmslike.shared_subscriptions)."""
         from jmslike import shared_subscriptions
 
-        self._check_open()
+        self.check_open()
         name = _check_subscription_name(sharedSubscriptionName)
         return shared_subscriptions.create(self, topic, name, messageSelector, durable=False)
 
@@ -319,7 +319,7 @@ class Session(SessionDomainMethods):
         its consumers share the messages (jmslike.shared_subscriptions)."""
         from jmslike import shared_subscriptions
 
-        self._check_open()
+        self.check_open()
         name = _check_subscription_name(name)
         return shared_subscriptions.create(self, topic, name, messageSelector, durable=True)
 
@@ -328,7 +328,7 @@ class Session(SessionDomainMethods):
         selector; an unknown name is ``InvalidDestinationException``."""
         from jmslike import durable_subscriptions
 
-        self._check_open()
+        self.check_open()
         name = _check_subscription_name(name)
         self._check_durable(None, name)
         return durable_subscriptions.resume(self, name)
@@ -346,7 +346,7 @@ class Session(SessionDomainMethods):
                 f"durable subscription {name!r} of client {client_id!r} already has an active consumer; "
                 "close it first (a durable subscription has one consumer at a time)"
             )
-        if any(session._still_attached(name) for session in self._connection.sessions()):
+        if any(session.still_attached(name) for session in self._connection.sessions()):
             raise IllegalStateException(
                 f"the closed subscriber of durable subscription {name!r} still has unacknowledged messages, "
                 "so its subscription stays attached: acknowledge, recover, commit or roll back first"
@@ -356,7 +356,7 @@ class Session(SessionDomainMethods):
         """A QueueBrowser on ``queue``: looks at its messages without consuming them (where the broker can browse)."""
         from jmslike.consumer import QueueBrowser
 
-        self._check_open()
+        self.check_open()
         self._require("browsing", "queue browsing")
         if not isinstance(queue, Queue):
             raise InvalidDestinationException(f"only a Queue can be browsed, got {queue!r}")
@@ -365,7 +365,7 @@ class Session(SessionDomainMethods):
     def unsubscribe(self, name: str) -> None:
         """Delete the durable subscription ``name`` of this client ID, with its backlog, for good; a shared
         durable one (JMS 2.0) is found by name and client ID, which may then be unset."""
-        self._check_open()
+        self.check_open()
         adapter = self._connection.adapter
         if self._connection.getClientID() is None:  # JMS 2.0: only a shared durable one can be meant
             name = _check_subscription_name(name)
@@ -409,7 +409,7 @@ class Session(SessionDomainMethods):
         is unacknowledged or in an open transaction (the broker checks other connections)."""
         if name in active:
             raise IllegalStateException(f"{what} {name!r} has an open consumer; close it before unsubscribe")
-        if any(session._holds_unacked(name) for session in self._connection.sessions()):
+        if any(session.holds_unacked(name) for session in self._connection.sessions()):
             raise IllegalStateException(
                 f"a message of {what} {name!r} is unacknowledged or in an open transaction; acknowledge, "
                 "commit or roll back before unsubscribe"
@@ -485,11 +485,11 @@ class Session(SessionDomainMethods):
             )
         return client_id
 
-    def _still_attached(self, durable_name: str) -> bool:
+    def still_attached(self, durable_name: str) -> bool:
         with self._cond:
             return any(c.spec.durable_name == durable_name for c in self._closing)
 
-    def _holds_unacked(self, durable_name: str) -> bool:
+    def holds_unacked(self, durable_name: str) -> bool:
         """Whether a delivered message of durable subscription ``durable_name`` (unshared or shared) is
         unacknowledged or in the open transaction."""
         with self._cond:
@@ -499,20 +499,25 @@ class Session(SessionDomainMethods):
                 for c, _ in self._unacked
             )
 
+    @property
+    def current_delivery(self) -> tuple[MessageConsumer, Pending] | None:
+        """The message a listener of this session is running on now, with its consumer."""
+        return self._current
+
     # -- delivery -------------------------------------------------------------------------------------
 
-    def _enqueue(self, consumer: MessageConsumer, pending: Pending) -> None:
+    def enqueue_for(self, consumer: MessageConsumer, pending: Pending) -> None:
         """Receiver thread: append and wake whoever waits; a closed consumer's message is kept to be
         handed back to the broker when it detaches. Nothing else."""
         with self._cond:
             pending.epoch = self._epoch
-            if consumer._closed:
+            if consumer.closed:
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
             else:
-                consumer._inbox.append(pending)
+                consumer.inbox.put(pending)
                 self._cond.notify_all()
 
-    def _wake(self) -> None:
+    def wake_waiters(self) -> None:
         with self._cond:
             self._cond.notify_all()
 
@@ -520,13 +525,13 @@ class Session(SessionDomainMethods):
         """Wait (bounded by ``deadline``) for the next message of ``consumer``; None on timeout/close."""
         with self._cond:
             while True:
-                if consumer._closed or self._closed:
+                if consumer.closed or self._closed:
                     return None
-                failed = self._connection._failed
+                failed = self._connection.failure
                 if failed is not None:
                     raise ConnectionLostException(f"cannot receive: {failed}") from failed
-                if self._connection.started and consumer._inbox:
-                    return consumer._inbox.popleft()
+                if self._connection.started and consumer.inbox:
+                    return consumer.inbox.take()
                 if deadline is None:
                     self._cond.wait()
                     continue
@@ -535,7 +540,7 @@ class Session(SessionDomainMethods):
                     return None
                 self._cond.wait(remaining)
 
-    def _receive(
+    def receive_for(
         self, consumer: MessageConsumer, deadline: float | None, body_type: type[Any] | None = None
     ) -> Message | None:
         """The next message of ``consumer``. With ``body_type`` (JMS 2.0 ``receiveBody``) a message whose
@@ -552,7 +557,7 @@ class Session(SessionDomainMethods):
             if body_type is not None and not message.isBodyAssignableTo(body_type):
                 if auto:
                     with self._cond:
-                        consumer._inbox.appendleft(pending)
+                        consumer.inbox.put_back(pending)
                         self._cond.notify_all()
                 raise MessageFormatException(
                     f"the body of {type(message).__name__} {message.getJMSMessageID()} cannot be returned as "
@@ -570,7 +575,7 @@ class Session(SessionDomainMethods):
     def acknowledge_delivered(self) -> None:
         """Acknowledge everything this session delivered so far (JMSContext.acknowledge()). JMS gives it a
         meaning in CLIENT_ACKNOWLEDGE mode only; in the other modes it does nothing, as JMS says."""
-        self._check_open()
+        self.check_open()
         if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
             self._acknowledge_all(self._epoch)
 
@@ -593,9 +598,9 @@ class Session(SessionDomainMethods):
                 self._unacked.append((consumer, pending))
             generation = pending.epoch
             if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
-                message._acknowledger = lambda: self._acknowledge_all(generation)
+                message.bind_acknowledger(lambda: self._acknowledge_all(generation))
             elif self._ack_mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
-                message._acknowledger = lambda: self._acknowledge_one(pending, generation)
+                message.bind_acknowledger(lambda: self._acknowledge_one(pending, generation))
         return message
 
     def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
@@ -625,7 +630,7 @@ class Session(SessionDomainMethods):
                 owed, newest = owed + 1, pending
             if newest is None:
                 return
-            if owed < max(1, consumer.spec.prefetch // 2) and consumer._inbox:
+            if owed < max(1, consumer.spec.prefetch // 2) and consumer.inbox:
                 self._lazy_acks[consumer] = (owed, newest)
                 return
         self._ack_now(newest)
@@ -677,7 +682,7 @@ class Session(SessionDomainMethods):
 
     def _acknowledge_all(self, generation: int) -> None:
         """CLIENT_ACKNOWLEDGE: acknowledge everything this session has delivered so far."""
-        self._check_open()
+        self.check_open()
         self._check_generation(generation)
         with self._cond:
             batch, self._unacked = self._unacked, []
@@ -692,7 +697,7 @@ class Session(SessionDomainMethods):
             self._release_closed()
 
     def _acknowledge_one(self, pending: Pending, generation: int) -> None:
-        self._check_open()
+        self.check_open()
         self._check_generation(generation)
         with self._cond:
             entry = next(((c, p) for c, p in self._unacked if p is pending), None)
@@ -723,15 +728,15 @@ class Session(SessionDomainMethods):
         """Put delivered messages back at the front of their inboxes, in their original order."""
         with self._cond:
             for consumer, pending in reversed(entries):
-                if consumer._closed:
+                if consumer.closed:
                     self._orphans.setdefault(consumer, []).insert(0, pending.incoming)
                 else:
-                    consumer._inbox.appendleft(pending.again())
+                    consumer.inbox.put_back(pending.again())
             self._cond.notify_all()
 
     def recover(self) -> None:
         """Stop, then redeliver from the oldest unacknowledged message, flagged redelivered."""
-        self._check_open()
+        self.check_open()
         if self.transacted:
             raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
         with self._cond:
@@ -790,7 +795,7 @@ class Session(SessionDomainMethods):
         """Commit; TransactionRolledBackException only when it is certain nothing was committed. When the
         outcome is unknown (connection lost or no receipt after COMMIT was sent) a JMSException that says
         so (ConnectionLostException for a loss); the session's next transaction then starts clean."""
-        self._check_open()
+        self.check_open()
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
         self._refuse_in_callback("commit()")
@@ -876,7 +881,7 @@ class Session(SessionDomainMethods):
 
     def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
-        self._check_open()
+        self.check_open()
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
         self._refuse_in_callback("rollback()")
@@ -905,7 +910,7 @@ class Session(SessionDomainMethods):
 
     # -- listeners and completion callbacks -----------------------------------------------------------
 
-    def _ensure_dispatcher(self) -> None:
+    def ensure_dispatcher(self) -> None:
         with self._cond:
             if self._dispatcher is None:
                 self._dispatcher = threading.Thread(
@@ -918,7 +923,7 @@ class Session(SessionDomainMethods):
         """Run ``task`` on this session's dispatch thread (completion listeners)."""
         with self._cond:
             self._tasks.append(task)
-            self._ensure_dispatcher()
+            self.ensure_dispatcher()
 
     def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending, Any] | None:
         """Under ``_cond``: a task, or a listener delivery when started (marked current: a listener
@@ -930,15 +935,17 @@ class Session(SessionDomainMethods):
                 self._busy = True
                 self._in_callback = True
                 return self._tasks.popleft()
-            if self._connection.started and self._connection._failed is None and not self._stopping:
-                listening = [c for c in self._consumers if c._listener is not None and c._inbox]
+            if self._connection.started and self._connection.failure is None and not self._stopping:
+                listening = [c for c in self._consumers if c.getMessageListener() is not None and c.inbox]
                 if listening:
                     self._rr = (self._rr + 1) % len(listening)
                     consumer = listening[self._rr]
-                    listener = consumer._listener  # read once: setMessageListener does not take _cond
+                    listener = (
+                        consumer.getMessageListener()
+                    )  # read once: setMessageListener does not take _cond
                     if listener is None:
                         continue
-                    pending = consumer._inbox.popleft()
+                    pending = consumer.inbox.take()
                     self._busy = True
                     self._current = (consumer, pending)
                     self._recover_current = False
@@ -1018,7 +1025,7 @@ class Session(SessionDomainMethods):
         for itself: close and stop refuse there)."""
         return self._dispatcher is not None and threading.current_thread() is self._dispatcher
 
-    def _wait_idle(self) -> None:
+    def wait_idle(self) -> None:
         """Block until no listener runs (Connection.stop, Session.close)."""
         if threading.current_thread() is self._dispatcher:
             return
@@ -1112,11 +1119,11 @@ class Session(SessionDomainMethods):
 
     # -- connection loss ------------------------------------------------------------------------------
 
-    def _on_connection_lost(self) -> None:
+    def on_connection_lost(self) -> None:
         """Receiver thread: prefetched and unacknowledged messages now belong to the broker again."""
         with self._cond:
             for consumer in self._consumers:
-                consumer._inbox.clear()
+                consumer.inbox.clear()
             if self.transacted and (self._unacked or self._tx is not None):
                 self._rollback_only = "the connection to the broker was lost during the transaction"
             self._unacked = []
@@ -1146,7 +1153,7 @@ class Session(SessionDomainMethods):
         with self._cond:  # no new listener delivery from here on, then wait for the running one
             self._stopping = True
             self._cond.notify_all()
-        self._wait_idle()
+        self.wait_idle()
         if self.transacted:
             try:
                 self._rollback_local(redeliver=False)
@@ -1167,15 +1174,14 @@ class Session(SessionDomainMethods):
             self._cond.notify_all()
         self._connection.remove_session(self)
 
-    def _consumer_closed(self, consumer: MessageConsumer) -> None:
+    def consumer_closed(self, consumer: MessageConsumer) -> None:
         """Stop delivery, then detach at once, or defer while the session still owes the broker an ack
         for messages the consumer delivered."""
         with self._cond:
-            consumer._closed = True
+            buffered = consumer.inbox.close()
             if consumer in self._consumers:
                 self._consumers.remove(consumer)
-            self._orphans.setdefault(consumer, []).extend(p.incoming for p in consumer._inbox)
-            consumer._inbox.clear()
+            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
             owed = any(c is consumer for c, _ in self._unacked) or (
                 self._current is not None and self._current[0] is consumer
             )
@@ -1191,7 +1197,7 @@ class Session(SessionDomainMethods):
         self._flush_lazy_ack(consumer)
         consumer.detach()
 
-    def _hand_back(self, consumer: MessageConsumer) -> list[IncomingMessage]:
+    def hand_back(self, consumer: MessageConsumer) -> list[IncomingMessage]:
         """The closed consumer's messages that go back to the broker at detach (taken only once)."""
         with self._cond:
             return [m for m in self._orphans.pop(consumer, []) if not m.local]
@@ -1210,7 +1216,7 @@ class Session(SessionDomainMethods):
         self._closing = [c for c in self._closing if c not in settled]
         return settled
 
-    def _remove_producer(self, producer: MessageProducer) -> None:
+    def remove_producer(self, producer: MessageProducer) -> None:
         if producer in self._producers:
             self._producers.remove(producer)
 

@@ -47,7 +47,7 @@ def wire_trip(message: Message) -> Message:
     tag, body, extra = encode_body(message)
     headers = {**encode_properties(message, RESERVED), **extra, TYPE_HEADER: tag}
     decoded = decode_body(headers[TYPE_HEADER], body, headers, REGISTRY)
-    decoded._load_properties(decode_properties(headers, RESERVED, ignore={"subscription", "message-id"}))
+    decoded.load_properties(decode_properties(headers, RESERVED, ignore={"subscription", "message-id"}))
     return decoded
 
 
@@ -225,7 +225,7 @@ def test_encode_properties_format() -> None:
     m.setFloatProperty("f", 0.1)
     m.setStringProperty("name", "x")
     m.setLongProperty("priority", 7)
-    m._set_delivery_count(3)
+    m.set_delivery_count(3)
     assert encode_properties(m, RESERVED) == {
         "count": "3",
         "flag": "true",
@@ -343,7 +343,7 @@ def _with_properties(message: Message, properties: dict[str, TypedValue]) -> Mes
 @given(st.dictionaries(property_names, field_values, max_size=8))
 def test_properties_round_trip_with_exact_types(properties: dict[str, TypedValue]) -> None:
     decoded = wire_trip(_with_properties(Message(), properties))
-    assert same(dict(decoded._typed_properties()), properties)
+    assert same(dict(decoded.typed_properties()), properties)
 
 
 @given(st.text(alphabet=st.characters(exclude_categories=["Cs"])) | st.none())
@@ -357,8 +357,8 @@ def test_text_bodies_round_trip(text: str | None) -> None:
 def test_bytes_bodies_round_trip(data: bytes) -> None:
     decoded = wire_trip(BytesMessage(data))
     assert isinstance(decoded, BytesMessage)
-    assert decoded._body_bytes() == data
-    decoded._mark_received()
+    assert decoded.body_bytes() == data
+    decoded.mark_received()
     assert decoded.getBodyLength() == len(data)
 
 
@@ -369,7 +369,7 @@ def test_map_bodies_round_trip(values: dict[str, TypedValue | None]) -> None:
         m.setObject(name, typed)
     decoded = wire_trip(m)
     assert isinstance(decoded, MapMessage)
-    assert same(dict(decoded._typed_items()), values)
+    assert same(dict(decoded.typed_items()), values)
 
 
 @given(st.lists(map_and_stream_values, max_size=8))
@@ -379,7 +379,7 @@ def test_stream_bodies_round_trip(values: list[TypedValue | None]) -> None:
         m.writeObject(typed)
     decoded = wire_trip(m)
     assert isinstance(decoded, StreamMessage)
-    assert same(list(decoded._typed_items()), values)
+    assert same(list(decoded.typed_items()), values)
 
 
 @given(json_documents.filter(lambda d: "NaN" not in json.dumps(d) and "Infinity" not in json.dumps(d)))
@@ -393,4 +393,4 @@ def test_object_bodies_round_trip(document: object) -> None:
 def test_body_and_properties_travel_together(properties: dict[str, TypedValue], data: bytes) -> None:
     decoded = wire_trip(_with_properties(BytesMessage(data), properties))
     assert decoded.getBody(object) == (data or None)
-    assert same(dict(decoded._typed_properties()), properties)
+    assert same(dict(decoded.typed_properties()), properties)

@@ -35,7 +35,7 @@ from jmslike.serializers import JSON, JsonSerializer, SerializerRegistry
 
 
 def received(message: Message) -> Message:
-    message._mark_received()
+    message.mark_received()
     return message
 
 
@@ -185,7 +185,7 @@ def test_missing_properties() -> None:
 def test_set_object_property_picks_the_jms_type(value: object, jms_type: str) -> None:
     m = Message()
     m.setObjectProperty("x", value)
-    assert m._typed_properties()["x"].jms_type == jms_type
+    assert m.typed_properties()["x"].jms_type == jms_type
 
 
 @pytest.mark.parametrize("value", [None, b"x", [1], 2**64, {"a": 1}])
@@ -225,7 +225,7 @@ def test_delivery_count_is_the_providers() -> None:
     with pytest.raises(MessageNotWriteableException, match="provider"):
         m.setIntProperty("JMSXDeliveryCount", 2)
     assert not m.propertyExists("JMSXDeliveryCount")
-    m._set_delivery_count(2)
+    m.set_delivery_count(2)
     received(m)
     assert m.getIntProperty("JMSXDeliveryCount") == 2
     assert m.getLongProperty("JMSXDeliveryCount") == 2
@@ -243,7 +243,7 @@ def test_provider_jmsx_properties_are_not_settable_on_received_messages() -> Non
     fresh = Message()
     fresh.setStringProperty("JMSXUserID", "me")
     m = Message()
-    m._load_properties({"JMSXUserID": TypedValue("String", "broker-said")})
+    m.load_properties({"JMSXUserID": TypedValue("String", "broker-said")})
     received(m)
     m.clearProperties()
     with pytest.raises(MessageNotWriteableException, match="JMSXUserID"):
@@ -272,7 +272,7 @@ def test_properties_view_is_live_and_read_only() -> None:
     view = m.properties
     assert dict(view) == {}
     m.setIntProperty("a", 1)
-    m._set_delivery_count(1)
+    m.set_delivery_count(1)
     assert dict(view) == {"a": 1, "JMSXDeliveryCount": 1}
     assert len(view) == 2
     with pytest.raises(KeyError):
@@ -283,7 +283,7 @@ def test_properties_view_is_live_and_read_only() -> None:
 
 def test_load_properties_bypasses_checks_but_not_delivery_count() -> None:
     m = received(Message())
-    m._load_properties({"odd-name": TypedValue("String", "x"), "JMSXDeliveryCount": TypedValue("int", 9)})
+    m.load_properties({"odd-name": TypedValue("String", "x"), "JMSXDeliveryCount": TypedValue("int", 9)})
     assert m.getStringProperty("odd-name") == "x"
     assert not m.propertyExists("JMSXDeliveryCount")
 
@@ -431,7 +431,7 @@ def test_repr_is_short_and_safe() -> None:
 def test_bytes_message_writes_java_data_output_bytes(write: str, value: object, wire: bytes) -> None:
     m = BytesMessage()
     getattr(m, write)(value)
-    assert m._body_bytes() == wire
+    assert m.body_bytes() == wire
 
 
 def test_bytes_message_reads_back_everything() -> None:
@@ -565,7 +565,7 @@ def test_bytes_message_rejects_bad_values(write: str, value: object) -> None:
     m = BytesMessage()
     with pytest.raises(MessageFormatException):
         getattr(m, write)(value)
-    assert m._body_bytes() == b""
+    assert m.body_bytes() == b""
 
 
 @pytest.mark.parametrize(("offset", "length"), [(-1, 1), (0, 4), (2, 2), (1, -1)])
@@ -828,7 +828,7 @@ def test_map_set_object_and_names() -> None:
         {"i": 1, "l": 2**40, "d": 1.5, "s": "x", "b": b"y", "t": True, "c": TypedValue("char", "z")}
     )
     assert m.getChar("c") == "z"
-    assert m._typed_items()["l"] == TypedValue("long", 2**40)
+    assert m.typed_items()["l"] == TypedValue("long", 2**40)
     with pytest.raises(MessageFormatException):
         m.setObject("bad", [1])
     for name in ("", None):
@@ -882,7 +882,7 @@ class _Broken:
 
 def test_object_message_custom_and_failing_serializers() -> None:
     m = ObjectMessage("abc", serializer=_Reversing())
-    assert m._serialized() == b"cba"
+    assert m.serialized_body() == b"cba"
     assert m.getObject() == "abc"
     with pytest.raises(MessageFormatException, match="'broken' failed"):
         ObjectMessage("x", serializer=_Broken())
