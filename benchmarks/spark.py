@@ -13,7 +13,8 @@ PERSISTENT messages of ``--size`` bytes in a durable subscription:
 Prints both rates, the ratio (target >= 0.70) and the CPU each side spent per 1,000 messages in
 core-seconds: raw is this process's CPU time while it drains; spark is every process of the Spark side
 (this process, the driver JVM and its Python workers, and on a cluster the master, the workers, their
-executors and Python workers) while the query drains, counted from /proc, the broker excluded. Filling
+executors and Python workers) while the query drains, sampled per process from /proc (CpuSampler), the
+broker excluded. Filling
 the backlogs is not timed. The machine is shared: compare the ratio of one run, not absolute rates
 across runs.
 """
@@ -26,6 +27,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -118,31 +120,72 @@ def _role(pid: int, parent_role: str | None) -> str:
     )
 
 
-def cpu_seconds(roots: list[int], exclude_pgid: int | None) -> dict[str, float]:
-    """CPU time of the process trees under ``roots`` (living processes, plus the children each has
-    reaped), by role (:func:`_role`), skipping the process group ``exclude_pgid`` (the broker)."""
-    children: dict[int, list[int]] = {}
-    stats: dict[int, list[str]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            fields = _stat(int(entry.name))
-            if fields is not None:
-                stats[int(entry.name)] = fields
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    totals: dict[str, float] = {}
-    todo: list[tuple[int, str | None]] = [(pid, None) for pid in roots]
-    seen: set[int] = set()
-    while todo:
-        pid, parent_role = todo.pop()
-        fields = stats.get(pid)
-        if pid in seen or fields is None or (exclude_pgid is not None and int(fields[2]) == exclude_pgid):
-            continue
-        seen.add(pid)
-        role = _role(pid, parent_role)
-        # utime, stime, cutime, cstime
-        totals[role] = totals.get(role, 0.0) + sum(int(v) for v in fields[11:15]) / _CLOCK_TICKS
-        todo += [(child, role) for child in children.get(pid, [])]
-    return totals
+class CpuSampler:
+    """CPU time of the process trees under ``roots`` while it runs, by role (:func:`_role`), without the
+    process group ``exclude_pgid`` (the broker).
+
+    Every ``interval_s`` it reads each living process's own utime + stime from /proc and keeps the first
+    and the last value per pid; the total is what each pid spent between them (from 0 for a pid born
+    meanwhile). Per pid, because the children's columns of /proc do not add up here: PySpark's daemon
+    ignores SIGCHLD, so its exited Python workers are reaped by the kernel and their CPU reaches no
+    parent's cutime. A process that lives less than ``interval_s`` can be missed."""
+
+    def __init__(self, roots: list[int], exclude_pgid: int | None, interval_s: float = 0.2) -> None:
+        self._roots = roots
+        self._exclude = exclude_pgid
+        self._interval = interval_s
+        self._first: dict[int, float] = {}
+        self._last: dict[int, tuple[str, float]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
+
+    def __enter__(self) -> CpuSampler:
+        self._sample(first=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample(first=False)
+
+    def by_role(self) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for pid, (role, last) in self._last.items():
+            totals[role] = totals.get(role, 0.0) + last - self._first.get(pid, 0.0)
+        return totals
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample(first=False)
+
+    def _sample(self, *, first: bool) -> None:
+        children: dict[int, list[int]] = {}
+        stats: dict[int, list[str]] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                fields = _stat(int(entry.name))
+                if fields is not None:
+                    stats[int(entry.name)] = fields
+                    children.setdefault(int(fields[1]), []).append(int(entry.name))
+        todo: list[tuple[int, str | None]] = [(pid, None) for pid in self._roots]
+        seen: set[int] = set()
+        while todo:
+            pid, parent_role = todo.pop()
+            fields = stats.get(pid)
+            if (
+                pid in seen
+                or fields is None
+                or (self._exclude is not None and int(fields[2]) == self._exclude)
+            ):
+                continue
+            seen.add(pid)
+            role = _role(pid, parent_role)
+            spent = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime of this process
+            if first:
+                self._first[pid] = spent
+            self._last[pid] = (role, spent)
+            todo += [(child, role) for child in children.get(pid, [])]
 
 
 def raw_rate(
@@ -183,10 +226,10 @@ def spark_rate(
     count: int,
     root: str,
     options: dict[str, str],
-    cpu: Any,
+    sampler: CpuSampler,
 ) -> dict[str, Any]:
     """A jms -> Parquet query draining the backlog: msg/s from start() to everything committed, and the
-    Spark side's CPU seconds per 1,000 messages (``cpu()`` reads its total)."""
+    Spark side's CPU seconds per 1,000 messages (``sampler`` watches it meanwhile)."""
     reader = spark.readStream.format("jms")
     for key, value in {
         "url": _url(broker),
@@ -200,22 +243,21 @@ def spark_rate(
     }.items():
         reader = reader.option(key, value)
     output = os.path.join(root, "output")
-    started, cpu_before = time.perf_counter(), cpu()
-    query = (
-        reader.load()
-        .writeStream.format("parquet")
-        .option("path", output)
-        .option("checkpointLocation", os.path.join(root, "checkpoint"))
-        .trigger(processingTime="0 seconds")
-        .start()
-    )
-    query.processAllAvailable()
-    elapsed, cpu_after = time.perf_counter() - started, cpu()
-    per_role = {
-        role: round((cpu_after.get(role, 0.0) - cpu_before.get(role, 0.0)) / count * 1000, 3)
-        for role in sorted(set(cpu_after) | set(cpu_before))
-    }
-    cpu_spent = sum(cpu_after.values()) - sum(cpu_before.values())
+    with sampler:
+        started = time.perf_counter()
+        query = (
+            reader.load()
+            .writeStream.format("parquet")
+            .option("path", output)
+            .option("checkpointLocation", os.path.join(root, "checkpoint"))
+            .trigger(processingTime="0 seconds")
+            .start()
+        )
+        query.processAllAvailable()
+        elapsed = time.perf_counter() - started
+    spent = sampler.by_role()
+    per_role = {role: round(seconds / count * 1000, 3) for role, seconds in sorted(spent.items())}
+    cpu_spent = sum(spent.values())
     query.stop()
     rows = spark.read.parquet(output).count()
     if rows != count:
@@ -324,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
             args.messages,
             root,
             options,
-            lambda: cpu_seconds(roots, broker_pgid),
+            CpuSampler(roots, broker_pgid),
         )
         spark.stop()
     finally:

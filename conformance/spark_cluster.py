@@ -4,11 +4,15 @@ The ``jms`` source's executors are separate JVMs with their own Python workers t
 and read staged chunk files by name; local mode hides all of that. This launcher runs what a real
 cluster runs (``spark-class org.apache.spark.deploy.master.Master`` and ``...worker.Worker``, from the
 PySpark distribution's ``bin/``), every daemon in its own process group on 127.0.0.1, so a test can
-SIGKILL a worker together with the executors and Python workers it launched, and start it again.
+SIGKILL a worker together with the executor JVMs it launched (their Python workers put themselves in a
+group of their own, and exit when their executor is gone), and start it again.
 
 Everything stays on loopback (``SPARK_LOCAL_IP``, ``--host``), the master's REST submission server is
-off (it would take the fixed port 6066), and every port comes from :func:`ports.free_port`. Readiness is
-the master's own account (its web UI's ``/json``): a worker counts once the master lists it ``ALIVE``.
+off (it would take the fixed port 6066), every port comes from :func:`ports.free_port` and a taken one
+fails the daemon instead of making it move to the next (``spark.port.maxRetries=0``), and ``SPARK_HOME``
+and an empty ``SPARK_CONF_DIR`` make sure the installed PySpark runs with Spark's defaults. Readiness is
+the master's own account (its web UI's ``/json``, asked without any HTTP proxy): a worker counts once the
+master lists it ``ALIVE``. Daemons are killed at exit and on SIGTERM like the launchers' brokers.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from pathlib import Path
 from typing import Any, Self
 
 from jmslike.conformance.brokers.ports import LOOPBACK, free_port
-from jmslike.conformance.brokers.process import BrokerProcess
+from jmslike.conformance.brokers.process import BrokerProcess, register_cleanup, unregister_cleanup
 
+# Readiness asks the master on loopback: never through an http_proxy from the environment.
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # The daemons' own heap (not the executors'): a master and a worker need little.
 DAEMON_MEMORY = "256m"
 START_TIMEOUT_S = 120.0
@@ -54,13 +60,16 @@ class _Daemon:
         self.name = name
         self.log_path = root / f"{name}.log"
         self.process = BrokerProcess.spawn(argv, env=env, cwd=root, log_path=self.log_path, name=name)
+        # Killed at exit or on SIGTERM even if nobody calls kill() (a test run that is interrupted).
+        register_cleanup(self, f"Spark {name}", self.process.emergency_kill)
 
     def alive(self) -> bool:
         return self.process.exit_reason() is None
 
     def kill(self) -> None:
-        """SIGKILL the whole group: the daemon, and for a worker its executors and their Python workers."""
+        """SIGKILL the whole group: the daemon, and for a worker the executor JVMs it launched."""
         self.process.release()
+        unregister_cleanup(self)
 
     def tail(self, lines: int = 30) -> str:
         try:
@@ -95,12 +104,19 @@ class SparkCluster:
         self.root = Path(tempfile.mkdtemp(prefix="jmslike-spark-cluster-")) if root is None else root
         self.root.mkdir(parents=True, exist_ok=True)
         self._env = {**(env if env is not None else os.environ)}
+        conf = self.root / "conf"  # empty: Spark's defaults, whatever SPARK_CONF_DIR the caller has
+        conf.mkdir(exist_ok=True)
+        no_retries = "-Dspark.port.maxRetries=0"
         self._env.update(
+            SPARK_HOME=str(spark_home()),
+            SPARK_CONF_DIR=str(conf),
             SPARK_LOCAL_IP=LOOPBACK,
             SPARK_DAEMON_MEMORY=DAEMON_MEMORY,
-            SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
+            SPARK_MASTER_OPTS=f"-Dspark.master.rest.enabled=false {no_retries}",
+            SPARK_WORKER_OPTS=no_retries,
             SPARK_LOG_DIR=str(self.root),
         )
+        self._restarted: dict[int, float] = {}
         self._port = free_port()
         self._ui_port = free_port()
         self.master_url = f"spark://{LOOPBACK}:{self._port}"
@@ -135,6 +151,7 @@ class SparkCluster:
         argv = [str(spark_home() / "bin" / "spark-class"), "org.apache.spark.deploy.worker.Worker"]
         argv += [self.master_url, "--host", LOOPBACK, "--port", str(port), "--cores", str(self.cores)]
         argv += ["--memory", self.memory, "--webui-port", str(free_port()), "--work-dir", str(work)]
+        self._restarted[index] = time.time()
         self._workers[index] = _Daemon(f"worker{index}", argv, self._env, self.root)
         # The master names a worker worker-<time>-<host>-<port>.
         suffix = f"-{LOOPBACK}-{port}"
@@ -176,17 +193,21 @@ class SparkCluster:
     def state(self) -> dict[str, Any]:
         """The master's own account of the cluster (its web UI's JSON)."""
         url = f"http://{LOOPBACK}:{self._ui_port}/json/"
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with _NO_PROXY.open(url, timeout=5) as response:
             return json.loads(response.read())  # type: ignore[no-any-return]
 
     def executor_logs(self, index: int) -> list[Path]:
         """The stderr of every executor worker ``index`` ever ran (kept across its restarts)."""
         return sorted(self.work_dir(index).glob("*/*/stderr"))
 
-    def tasks_run(self, index: int) -> int:
-        """How many tasks the executors of worker ``index`` finished (from their logs)."""
+    def tasks_run(self, index: int, *, since_start: bool = False) -> int:
+        """How many tasks the executors of worker ``index`` finished (from their logs, which Spark writes at
+        INFO by default); with ``since_start`` only executors that worker launched since it last started."""
+        started = self._restarted.get(index, 0.0) if since_start else 0.0
         return sum(
-            path.read_text(errors="replace").count("Finished task") for path in self.executor_logs(index)
+            path.read_text(errors="replace").count("Finished task")
+            for path in self.executor_logs(index)
+            if path.parent.stat().st_mtime >= started
         )
 
     def _wait(self, ready: Callable[[dict[str, Any]], bool], what: str) -> None:

@@ -22,18 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from jmslike.spark_sink.batch import JmsRead, commit_read, open_read
+
 __all__ = ["FORMAT", "JmsRead", "commit_read", "open_read", "register"]
 
 FORMAT = "jms"
-
-
-def __getattr__(name: str) -> Any:
-    """The batch-read helpers (batch.py), imported on first use: they need pyarrow."""
-    if name in ("JmsRead", "commit_read", "open_read"):
-        from jmslike.spark_sink import batch
-
-        return getattr(batch, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(spark: Any) -> None:

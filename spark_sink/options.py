@@ -36,6 +36,7 @@ SOURCE_OPTIONS: dict[str, str] = {
     "dedupewindow": "message IDs remembered to drop redeliveries (default 200000)",
     "brokerretryms": "how long the driver keeps reconnecting to a lost broker (default 120000)",
     "locktimeoutms": "how long to wait for another driver to release the staging location (default 120000)",
+    "maxreadms": "batch reads (spark.read): a read ends after draining for this long (default 600000)",
 }
 
 SINK_OPTIONS: dict[str, str] = {
@@ -159,6 +160,7 @@ class SourceOptions:
     dedupe_window: int = 200_000
     broker_retry_ms: int = 120_000
     lock_timeout_ms: int = 120_000
+    max_read_ms: int = 600_000
 
     @property
     def lanes(self) -> int:
@@ -257,6 +259,7 @@ def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
         dedupe_window=_int_default(given, "dedupewindow", "dedupeWindow", 200_000, 0),
         broker_retry_ms=_int_default(given, "brokerretryms", "brokerRetryMs", 120_000, 0),
         lock_timeout_ms=_int_default(given, "locktimeoutms", "lockTimeoutMs", 120_000, 0),
+        max_read_ms=_int_default(given, "maxreadms", "maxReadMs", 600_000, 1),
     )
 
 

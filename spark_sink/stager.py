@@ -40,6 +40,10 @@ _POLL_SLICE_MS = 20  # several lanes: wait on each in turn this long, so no lane
 FIRST_RECEIVE_MS = 5000  # quiet time that counts as "empty" right after (re)connecting
 
 
+class _Stopped(Exception):
+    """The stager is closing: the pump gives up reconnecting."""
+
+
 class Stager:
     """Driver-side state of one source (see the module docstring). Spark calls the driver-side reader
     one method at a time; a pump thread receives and stages ahead, and ``_cond`` guards what both see."""
@@ -113,6 +117,8 @@ class Stager:
                 return
             except (JMSException, OSError) as exc:
                 self._close_quietly()
+                if self._stopping:
+                    raise _Stopped() from exc
                 if time.monotonic() >= deadline:
                     raise JMSException(
                         f"cannot reach the broker to read {opts.destination_kind} {opts.destination!r} "
@@ -173,15 +179,19 @@ class Stager:
             self._cond.notify_all()
         pump = self._pump
         if pump is not None and pump is not threading.current_thread():
-            pump.join(timeout=30)
+            # Until it is gone, however long its last broker call takes (each is bounded by the receipt
+            # timeout): the lock must not pass to another stager while this pump can still stage or ack.
+            pump.join()
         self._close_quietly()
         self.store.release()
 
     # -- receiving ------------------------------------------------------------------------------------
 
-    def _receive(self, count: int, deadline: float) -> tuple[list[tuple[int, Message]], bool]:
-        """Up to ``count`` messages from the lanes; True as second item when the lanes went quiet for
-        receiveTimeoutMs (or an AvailableNow run reached its target)."""
+    def _receive(self, count: int, deadline: float) -> tuple[list[tuple[int, Message]], bool, bool]:
+        """Up to ``count`` messages from the lanes, whether the lanes went quiet for receiveTimeoutMs, and
+        whether an AvailableNow run met its target (a message stamped after it began: the last one it
+        takes). The pump records both only after staging what came, so nobody sees the run as done while
+        its last chunk is still being written. Stops early, with what it has, when the stager stops."""
         got: list[tuple[int, Message]] = []
         lanes = len(self._consumers)
         quiet_ms = 0
@@ -192,22 +202,26 @@ class Stager:
             timeout_ms = max(timeout_ms, FIRST_RECEIVE_MS)
             self._fresh_connection = False
         while len(got) < count:
+            if self._stopping:
+                return got, False, False
             progressed = False
             for lane, consumer in enumerate(self._consumers):
                 message = consumer.receiveNoWait()
                 if message is not None:
                     got.append((lane, message))
                     progressed = True
-                    if self._past_target(message) or len(got) >= count:
-                        return got, self._target_reached
+                    if self._past_target(message):
+                        return got, False, True
+                    if len(got) >= count:
+                        return got, False, False
             if progressed:
                 quiet_ms = 0
                 timeout_ms = self.options.receive_timeout_ms  # dispatching: back to the normal quiet time
                 continue
             if time.monotonic() >= deadline:
-                return got, False
+                return got, False, False
             if quiet_ms >= timeout_ms:
-                return got, True
+                return got, True, False
             wait = timeout_ms if lanes == 1 else _POLL_SLICE_MS
             wait = max(1, min(wait, timeout_ms - quiet_ms, int((deadline - time.monotonic()) * 1000) + 1))
             lane = (quiet_ms // _POLL_SLICE_MS) % lanes
@@ -219,15 +233,13 @@ class Stager:
             timeout_ms = self.options.receive_timeout_ms
             got.append((lane, message))
             if self._past_target(message):
-                return got, True
-        return got, False
+                return got, False, True
+        return got, False, False
 
     def _past_target(self, message: Message) -> bool:
         """AvailableNow: a message stamped after the run began is the last one this run takes."""
         since = self._available_now_since_ms
-        if since is not None and message.getJMSTimestamp() > since:
-            self._target_reached = True
-        return self._target_reached
+        return since is not None and message.getJMSTimestamp() > since
 
     # -- staging --------------------------------------------------------------------------------------
 
@@ -375,7 +387,9 @@ class Stager:
                 broker_deadline = None
                 try:
                     deadline = time.monotonic() + opts.max_trigger_delay_ms / 1000
-                    received, quiet = self._receive(max(1, min(self._chunk, room)), deadline)
+                    received, quiet, reached = self._receive(max(1, min(self._chunk, room)), deadline)
+                    if self._stopping:
+                        return  # received, not acknowledged: the broker has them again once we close
                     if received:
                         self._stage(received)
                 except JMSException as exc:
@@ -385,11 +399,13 @@ class Stager:
                     self._close_quietly()
                     continue
                 with self._cond:
+                    if reached or (quiet and self._available_now_since_ms is not None):
+                        self._target_reached = True  # this AvailableNow run is done: all it takes is staged
                     if quiet:
-                        if self._available_now_since_ms is not None:
-                            self._target_reached = True  # drained: this AvailableNow run is done
                         self._quiet_count += 1
                     self._cond.notify_all()
+        except _Stopped:
+            return
         except BaseException as exc:  # reported to Spark by the next latestOffset call
             log.error("the jms source stopped reading: %s", exc)
             with self._cond:
@@ -446,13 +462,15 @@ class Stager:
                     del self._keys[key]
 
     def drain(self, limit: int | None) -> int:
-        """A batch read: stage what the subscription holds now (until it is quiet for receiveTimeoutMs, or a
-        message stamped after this call arrives), about ``limit`` messages at most, counting what was
-        staged after the committed chunk already. Returns the newest chunk the read takes; chunks the pump
-        staged beyond it (it runs ahead) stay for the next read."""
+        """A batch read: stage what the subscription holds now (until it is quiet for receiveTimeoutMs, a
+        message stamped after this call arrives, or maxReadMs passed: producers without timestamps and a
+        steady stream would otherwise keep a read going), about ``limit`` messages (whole chunks: up to one
+        more), counting what was staged after the committed chunk already. Returns the newest chunk the read
+        takes; chunks the pump staged beyond it (it runs ahead) stay in staging for the next read."""
         self.prepare_available_now()
         end, taken = self._committed, 0
-        while limit is None or taken < limit:
+        deadline = time.monotonic() + self.options.max_read_ms / 1000
+        while (limit is None or taken < limit) and time.monotonic() < deadline:
             newer = self.latest(end, None if limit is None else limit - taken)
             if newer == end:
                 break

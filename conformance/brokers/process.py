@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -229,35 +229,47 @@ class BrokerProcess:
 # registry of live brokers: nothing outlives the Python process
 
 
-_live: dict[int, LocalBroker] = {}
+_live: dict[int, tuple[str, Callable[[], None]]] = {}  # id(owner) -> (what, its emergency cleanup)
 _live_lock = threading.RLock()  # re-entrant: a signal handler may run while it is held
 _handlers_installed = False
 _previous_handlers: dict[int, Any] = {}
 
 
-def _register(broker: LocalBroker) -> None:
+def register_cleanup(owner: object, what: str, cleanup: Callable[[], None]) -> None:
+    """Have ``cleanup`` run at exit and on SIGTERM/SIGHUP unless ``owner`` unregisters first: for anything
+    this process starts that must not outlive it (brokers, and the Spark cluster of the tests). ``cleanup``
+    runs from a signal handler or atexit: no locks, no long waits."""
     with _live_lock:
-        _live[id(broker)] = broker
+        _live[id(owner)] = (what, cleanup)
     _install_exit_handlers()
 
 
-def _unregister(broker: LocalBroker) -> None:
+def unregister_cleanup(owner: object) -> None:
     with _live_lock:
-        _live.pop(id(broker), None)
+        _live.pop(id(owner), None)
+
+
+def _register(broker: LocalBroker) -> None:
+    register_cleanup(broker, str(broker.url), broker._emergency_cleanup)
+
+
+def _unregister(broker: LocalBroker) -> None:
+    unregister_cleanup(broker)
 
 
 def cleanup_all() -> None:
-    """Kill every broker this process started and remove their temporary directories.
+    """Kill every broker (and whatever else registered) this process started and remove their temporary
+    directories.
 
     Called at exit and on SIGTERM/SIGHUP; safe to call at any time (it does not take handle locks)."""
     with _live_lock:
-        brokers = list(_live.values())
+        entries = list(_live.values())
         _live.clear()
-    for broker in brokers:
+    for what, cleanup in entries:
         try:
-            broker._emergency_cleanup()
+            cleanup()
         except Exception:  # pragma: no cover - best effort at exit
-            logger.exception("cleanup of %s failed", broker.url)
+            logger.exception("cleanup of %s failed", what)
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:

@@ -22,6 +22,7 @@ from conftest import child_env, publish, subscribe
 from faults import assert_backlog_empty, assert_exactly_once, source_options
 
 from jmslike.spark_sink import commit_read, open_read
+from jmslike.spark_sink.options import OptionError
 
 
 def _load(spark: Any, options: dict[str, str]) -> Any:
@@ -72,8 +73,13 @@ def test_a_read_stays_open_until_committed(
     frame = _load(spark, options)
     assert_exactly_once(_ids(frame), second)
     assert open_read(options).read == 2
-    commit_read(options)
-    assert _load(spark, options).count() == 0  # drained
+    with pytest.raises(OptionError, match="read 2, not read 1"):
+        commit_read(options, read=1)  # a read planned after yours is not yours to commit
+    assert commit_read(options, read=2) is not None
+    assert _load(spark, options).count() == 0  # drained: an empty read, open like any other
+    empty = open_read(options)
+    assert (empty.read, empty.empty, empty.open) == (3, True, True)
+    assert commit_read(options, read=3) is not None
     assert_backlog_empty(broker, client_id, unique_name, [name])
 
 
@@ -113,7 +119,7 @@ JOB = textwrap.dedent(
     reader.load().write.mode("overwrite").parquet(f"{output}/read={read.read}")
     if die:
         os.killpg(0, signal.SIGKILL)  # written, not committed: the job is lost here
-    commit_read(options)
+    commit_read(options, read=read.read)
     print(json.dumps({"read": read.read}), flush=True)
     """
 )

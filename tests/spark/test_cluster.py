@@ -4,9 +4,9 @@ workers that unpickle the reader and read staged chunks from the staging locatio
 The cluster (tests/spark/conftest.py ``spark_cluster``: a master and two one-core workers on loopback,
 started from the installed PySpark by jmslike.conformance.spark_cluster) runs for the whole session; the
 driver is tests/spark/driver.py with ``--master spark://...`` in client mode, as spark_sink/README.md
-describes. Faults: SIGKILL of a worker with its executor and Python workers (the node is lost; Spark runs
-the lost tasks again on the other executor, and the restarted worker gets a new one), of the driver, and of
-the broker. Two lanes make every batch two or more tasks, so both executors read chunks.
+describes. Faults: SIGKILL of a worker with its executor JVM (the node is lost; Spark runs the lost tasks
+again on the other executor, and the restarted worker gets a new executor, which must run tasks too), of
+the driver, and of the broker. Two lanes make every batch two or more tasks, so both executors read chunks.
 """
 
 from __future__ import annotations
@@ -66,3 +66,4 @@ def test_cluster_lanes_exactly_once_through_worker_driver_and_broker_sigkills(
         rounds.check(client_id, names)
     tasks = [spark_cluster.tasks_run(i) - before for i, before in enumerate(tasks_before)]
     assert all(n > 0 for n in tasks), f"tasks finished per worker: {tasks}; both executors should read chunks"
+    assert spark_cluster.tasks_run(0, since_start=True) > 0, "worker 0's new executor ran no task after its restart"
