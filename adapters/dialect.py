@@ -27,6 +27,7 @@ from jmslike.contract import (
     SelectorSupport,
     SubscriptionRegistry,
     SubscriptionSpec,
+    TransactionCommand,
     Wire,
 )
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -332,6 +333,9 @@ class StompDialect:
 
     def poison_frame(self, incoming: IncomingMessage) -> Frame:
         return dataclasses.replace(self.ack_frame(incoming, None), command="NACK")
+
+    def transaction_frame(self, command: TransactionCommand, transaction: str) -> Frame:
+        return Frame(command, {"transaction": transaction})
 
     # -- errors ---------------------------------------------------------------------------------------
 

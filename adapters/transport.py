@@ -423,6 +423,9 @@ class _Pending:
         self.error: JMSException | None = None
         self.callback = callback
 
+    def wait(self, timeout_s: float) -> bool:
+        return self.done.wait(timeout_s)
+
     def finish(self, error: JMSException | None) -> None:
         self.error = error
         self.done.set()

@@ -190,6 +190,20 @@ class IncomingMessage:
         return self.expiration <= (int(time.time() * 1000) if now_ms is None else now_ms)
 
 
+class PendingReceipt(Protocol):
+    """A frame sent with a receipt that is not awaited at once (an asynchronous send, or one whose receipt
+    the broker holds until COMMIT): answered exactly once, by its RECEIPT, by an ERROR naming it, or by the
+    loss of the connection (``error`` then holds a ConnectionLostException)."""
+
+    error: JMSException | None
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the answer; False when none came in time (``error`` is then None)."""
+
+
+TransactionCommand = Literal["BEGIN", "COMMIT", "ABORT"]
+
+
 class Wire(Protocol):
     """The transport as adapters see it: frames out, receipts awaited."""
 
@@ -202,6 +216,9 @@ class Wire(Protocol):
 
     def post(self, frame: Frame) -> None:
         """Send without a receipt (acks in AUTO mode, heart-beat-insensitive traffic)."""
+
+    def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> PendingReceipt:
+        """Send with a receipt and return at once; ``callback`` (receiver thread) gets the answer too."""
 
 
 class Adapter(Protocol):
@@ -263,6 +280,10 @@ class Adapter(Protocol):
     def decode_message(self, frame: Frame) -> IncomingMessage: ...
 
     def ack_frame(self, incoming: IncomingMessage, transaction: str | None) -> Frame: ...
+
+    def transaction_frame(self, command: TransactionCommand, transaction: str) -> Frame:
+        """BEGIN, COMMIT or ABORT of a local transaction (sessions and the retained store use them)."""
+        ...
 
     def poison_frame(self, incoming: IncomingMessage) -> Frame:
         """Take ``incoming`` off a cumulative (``ack:client``) subscription without acknowledging anything

@@ -44,7 +44,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jmslike import topics
 from jmslike.body_codec import OWN_PREFIX, PTYPES_HEADER
@@ -55,6 +55,7 @@ from jmslike.contract import (
     Frame,
     IncomingMessage,
     OutgoingMessage,
+    PendingReceipt,
     SubscriptionSpec,
 )
 from jmslike.destinations import Destination, Queue, TemporaryTopic, Topic
@@ -250,8 +251,8 @@ def _send_atomically(
     adapter = connection.adapter
     wire = connection.wire_for_use()
     transaction = f"{connection.connection_id}-retain{next(_transaction_ids)}"
-    wire.request(Frame("BEGIN", {"transaction": transaction}))
-    waiting: list[Any] = []
+    wire.request(adapter.transaction_frame("BEGIN", transaction))
+    waiting: list[PendingReceipt] = []
     taken: tuple[SubscriptionSpec, list[IncomingMessage]] | None = None
     try:
         try:
@@ -269,12 +270,12 @@ def _send_atomically(
             raise  # an uncommitted transaction dies with its connection: nothing was published
         except JMSException:
             try:
-                wire.request(Frame("ABORT", {"transaction": transaction}))
+                wire.request(adapter.transaction_frame("ABORT", transaction))
             except JMSException:
                 log.debug("ABORT of a failed retained send failed", exc_info=True)
             raise
         try:
-            wire.request(Frame("COMMIT", {"transaction": transaction}))
+            wire.request(adapter.transaction_frame("COMMIT", transaction))
         except ConnectionLostException as exc:
             raise ConnectionLostException(
                 "the connection was lost while committing a retained publication: the outcome is unknown "
@@ -286,7 +287,7 @@ def _send_atomically(
             _unsubscribe(connection, taken[0])
     deadline = time.monotonic() + connection.config.receipt_timeout_ms / 1000
     for item in waiting:
-        if not item.done.wait(max(0.0, deadline - time.monotonic())):
+        if not item.wait(max(0.0, deadline - time.monotonic())):
             raise JMSException("the broker did not confirm the retained publication in time")
         if item.error is not None:
             raise JMSException(f"the broker refused the retained publication: {item.error}") from item.error

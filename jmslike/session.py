@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from jmslike import selector as selectors
 from jmslike import topics
 from jmslike.constants import AcknowledgeMode
-from jmslike.contract import Frame, IncomingMessage, SubscriptionSpec
+from jmslike.contract import IncomingMessage, PendingReceipt, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, check_name
 from jmslike.domain_methods import SessionDomainMethods
 from jmslike.exceptions import (
@@ -108,7 +108,7 @@ class Session(SessionDomainMethods):
         self._producers: list[MessageProducer] = []
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
-        self._deferred_receipts: list[Any] = []  # transactional sends answered only after COMMIT
+        self._deferred_receipts: list[PendingReceipt] = []  # transactional sends answered only after COMMIT
         self._after_commit: list[Callable[[], None]] = []  # work that needs the transaction committed
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._stopping = False  # close() under way: no more listener deliveries
@@ -758,7 +758,7 @@ class Session(SessionDomainMethods):
             )
         if self._tx is None:
             tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
-            self._connection.wire_for_use().request(Frame("BEGIN", {"transaction": tx}))
+            self._connection.wire_for_use().request(self._connection.adapter.transaction_frame("BEGIN", tx))
             self._tx = tx
         return self._tx
 
@@ -766,17 +766,17 @@ class Session(SessionDomainMethods):
         """Run ``task`` once the open transaction committed (dropped if it rolls back)."""
         self._after_commit.append(task)
 
-    def defer_receipt(self, pending: Any) -> None:
+    def defer_receipt(self, pending: PendingReceipt) -> None:
         """Remember a transactional send whose receipt the broker sends only after COMMIT."""
         self._deferred_receipts.append(pending)
 
-    def _await_deferred_receipts(self, pending: list[Any]) -> None:
+    def _await_deferred_receipts(self, pending: list[PendingReceipt]) -> None:
         """After COMMIT: wait until the broker confirmed every message of the transaction. ``pending`` was
         taken before COMMIT: a connection loss meanwhile empties the session's list, and must not make
         unconfirmed messages look confirmed."""
         deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
         for item in pending:
-            if not item.done.wait(max(0.0, deadline - time.monotonic())):
+            if not item.wait(max(0.0, deadline - time.monotonic())):
                 raise JMSException(
                     "the broker committed the transaction but did not confirm all its messages in time; "
                     "they may not be safe from a broker crash (in doubt)"
@@ -832,7 +832,7 @@ class Session(SessionDomainMethods):
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         try:
-            wire.request(Frame("COMMIT", {"transaction": tx}))
+            wire.request(self._connection.adapter.transaction_frame("COMMIT", tx))
         except ConnectionLostException as exc:
             self._forget_transaction(consumed, in_doubt=True)
             raise ConnectionLostException(
@@ -896,7 +896,9 @@ class Session(SessionDomainMethods):
         self._after_commit = []
         if tx is not None:
             try:
-                self._connection.wire_for_use().request(Frame("ABORT", {"transaction": tx}))
+                self._connection.wire_for_use().request(
+                    self._connection.adapter.transaction_frame("ABORT", tx)
+                )
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
         with self._cond:
