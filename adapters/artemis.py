@@ -87,11 +87,12 @@ from jmslike.exceptions import (
     ResourceAllocationException,
     UnsupportedFeatureException,
 )
+from jmslike.failover import open_first
 from jmslike.selector import And, Comparison, Constant, Expression, Identifier, In, IsNull, Not, Or
 from jmslike.topics import to_broker
 
 from .dialect import DELIVERY_TIME_HEADER, ID_HEADER, STANDARD_HEADERS, StompDialect
-from .transport import StompWire, open_first
+from .transport import StompWire
 
 # Artemis's STOMP header for scheduled delivery after a delay, in ms (StompUtils).
 SCHEDULED_DELAY_HEADER = "AMQ_SCHEDULED_DELAY"

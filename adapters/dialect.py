@@ -29,6 +29,7 @@ from jmslike.contract import (
     SubscriptionSpec,
     TransactionCommand,
     Wire,
+    WireEvents,
 )
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
@@ -150,6 +151,30 @@ class StompDialect:
 
     def connect_headers(self, config: ConnectionConfig, client_id: str | None) -> dict[str, str]:
         return {"client-id": client_id} if client_id else {}
+
+    def open_wire(
+        self, config: ConnectionConfig, host: tuple[str, int], client_id: str | None, events: WireEvents
+    ) -> tuple[Wire, Mapping[str, str]]:
+        """The threaded STOMP wire (adapters/transport.py), CONNECTed with this dialect's headers, then
+        :meth:`on_connected`; closed again if either fails."""
+        from jmslike.adapters.transport import StompWire
+
+        wire = StompWire(
+            config,
+            host,
+            self.stomp_version,
+            events,
+            self.error_for,
+            self.default_vhost,
+            quick_ack=self.tcp_quick_ack,
+        )
+        try:
+            connected = wire.open(self.connect_headers(config, client_id))
+            self.on_connected(wire, connected, client_id)
+        except BaseException:
+            wire.close(timeout_s=0.5)
+            raise
+        return wire, connected
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
         """Hook for brokers that need a round trip after CONNECT (e.g. to claim a client ID)."""

@@ -38,8 +38,8 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import stomp
 import stomp.connect
@@ -52,7 +52,7 @@ from jmslike.adapters.stomp_core import error_text, wire_headers
 from jmslike.adapters.stomp_reader import HEARTBEAT, DecodedFrame, FrameDecodeError, FrameDecoder
 from jmslike.adapters.stomp_writer import encode_frame
 from jmslike.config import ConnectionConfig
-from jmslike.contract import Frame
+from jmslike.contract import Frame, SilentConnectRefusal, WireEvents
 from jmslike.exceptions import (
     ConnectionLostException,
     JMSException,
@@ -63,7 +63,6 @@ from jmslike.exceptions import (
 log = logging.getLogger(__name__)
 
 ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
-WireT = TypeVar("WireT")
 
 
 class _RedactConnectFrames(logging.Filter):
@@ -93,15 +92,6 @@ class TLSConnectError(stomp.exception.ConnectFailedException):  # type: ignore[m
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
-
-
-class SilentConnectRefusal(JMSException):
-    """The broker closed the connection during CONNECT without an ERROR frame saying why.
-
-    ActiveMQ 5.17 does this for about 7 in 1000 CONNECTs it refuses for bad credentials (raw STOMP control:
-    ``python -m jmslike.conformance.activemq_connect_refusal``): its ERROR frame races the close. Asking once
-    more gets the reason, so the connection retries once before it raises this.
-    """
 
 
 class SocketConnectError(stomp.exception.ConnectFailedException):  # type: ignore[misc]
@@ -367,16 +357,6 @@ class _Connection12(stomp.connect.StompConnection12):  # type: ignore[misc]
         stomp.protocol.Protocol12.__init__(self, transport, heartbeats, auto_content_length=False)
 
 
-class WireEvents(Protocol):
-    """What the connection above is told; called on the receiver thread, so it must only enqueue."""
-
-    def on_message(self, frame: Frame) -> None: ...
-
-    def on_error(self, error: JMSException) -> None: ...
-
-    def on_lost(self, error: ConnectionLostException) -> None: ...
-
-
 class Done:
     """A one-shot signal: ``set()`` once, ``wait()`` from any number of threads.
 
@@ -431,26 +411,6 @@ class _Pending:
         self.done.set()
         if self.callback is not None:
             self.callback(error)
-
-
-def open_first(
-    hosts: Iterable[tuple[str, int]], open_host: Callable[[tuple[str, int]], WireT], what: str
-) -> WireT:
-    """Try each host of a failover list once, in order; the first that connects wins. A host that cannot be
-    reached or does not answer in time is skipped; any other error (a refusal: credentials, client ID) is
-    that broker's answer and is raised at once. With one host its error is raised as it is; with several,
-    a ConnectionLostException says ``what`` went wrong and every host's reason."""
-    errors: list[JMSException] = []
-    for host in hosts:
-        try:
-            return open_host(host)
-        except (ConnectionLostException, TimeoutError) as exc:
-            errors.append(exc if isinstance(exc, JMSException) else JMSException(str(exc)))
-    if len(errors) == 1:
-        raise errors[0]
-    raise ConnectionLostException(f"{what}: " + ("; ".join(str(e) for e in errors) or "no host")) from (
-        errors[-1] if errors else None
-    )
 
 
 class StompWire:

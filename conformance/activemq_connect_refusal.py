@@ -3,7 +3,7 @@
     python -m jmslike.conformance.activemq_connect_refusal [--trials 1000] [--launcher process|docker]
 
 The evidence behind jmslike asking a broker once more when it closes the connection during CONNECT without an
-ERROR frame (``SilentConnectRefusal`` in adapters/transport.py). No jmslike code between the control and the
+ERROR frame (``SilentConnectRefusal`` in jmslike/contract.py). No jmslike code between the control and the
 broker, only a socket: an ActiveMQ with one user is sent ``--trials`` CONNECT frames with a wrong password, each
 on a new connection, and everything the broker sends until it closes is read. The table counts refusals that
 carried an ERROR frame, silent closes (no bytes at all) and anything else; the exit status is 1 when a CONNECT

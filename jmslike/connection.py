@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
-from jmslike.contract import Adapter, Frame
+from jmslike.contract import Adapter, Frame, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import TEMPORARY_PREFIX, Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
@@ -37,12 +37,12 @@ from jmslike.exceptions import (
     InvalidDestinationException,
     JMSException,
 )
+from jmslike.failover import open_first
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import check_session_mode, session_mode
 
 if TYPE_CHECKING:
-    from jmslike.adapters.transport import StompWire
     from jmslike.consumer import MessageConsumer
     from jmslike.context import JMSContext
     from jmslike.session import Session
@@ -176,57 +176,38 @@ class Connection(ConnectionDomainMethods):
         self._supervising = False
         self._server = ""
         self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
-        self.wire: StompWire = self._open_wire(None)
+        self.wire: Wire = self._open_wire(None)
         self._ready.set()
 
     # -- wire management ------------------------------------------------------------------------------
 
-    def _open_wire(self, client_id: str | None) -> StompWire:
+    def _open_wire(self, client_id: str | None) -> Wire:
         """Open a STOMP connection, trying each host of the list once, in order."""
-        from jmslike.adapters.transport import open_first
-
         return open_first(
             self._config.hosts,
             lambda host: self._open_host(host, client_id),
             f"no broker of {self._config.describe()} could be reached",
         )
 
-    def _open_host(
-        self, host: tuple[str, int], client_id: str | None, *, ask_again: bool = True
-    ) -> StompWire:
-        """CONNECT to one host. A broker that closes the socket without an ERROR frame is asked once more,
-        as the ERROR with its reason may have raced the close (SilentConnectRefusal); the answer says why."""
-        from jmslike.adapters.transport import SilentConnectRefusal, StompWire
-
+    def _open_host(self, host: tuple[str, int], client_id: str | None, *, ask_again: bool = True) -> Wire:
+        """CONNECT to one host, through the adapter. A broker that closes the socket without an ERROR frame
+        is asked once more, as the ERROR with its reason may have raced the close (SilentConnectRefusal); the
+        answer says why."""
         events = _Events(self)
-        wire = StompWire(
-            self._config,
-            host,
-            self.adapter.stomp_version,
-            events,
-            self.adapter.error_for,
-            self.adapter.default_vhost,
-            quick_ack=self.adapter.tcp_quick_ack,
-        )
-        events.wire = wire
         try:
-            connected = wire.open(self.adapter.connect_headers(self._config, client_id))
-            self.adapter.on_connected(wire, connected, client_id)
+            wire, connected = self.adapter.open_wire(self._config, host, client_id, events)
         except SilentConnectRefusal:
-            wire.close(timeout_s=0.5)
             if not ask_again:
                 raise
             log.info(
                 "broker at %s:%d closed the connection during CONNECT without a reason; asking again", *host
             )
             return self._open_host(host, client_id, ask_again=False)
-        except BaseException:
-            wire.close(timeout_s=0.5)
-            raise
+        events.wire = wire
         self._server = connected.get("server", "")
         return wire
 
-    def wire_for_use(self) -> StompWire:
+    def wire_for_use(self) -> Wire:
         """The current wire; while a reconnect is under way, wait for it (bounded) rather than fail."""
         self.check_open()
         if self._ready.is_set():
@@ -548,7 +529,7 @@ class Connection(ConnectionDomainMethods):
         for attempt in range(1, self._config.reconnect_attempts + 1):
             if self._closed:
                 return
-            wire: StompWire | None = None
+            wire: Wire | None = None
             try:
                 wire = self._open_wire(self._client_id)
                 # Re-subscribe on the new wire before it becomes the connection's: no lock is held across
@@ -593,7 +574,7 @@ class _Events:
 
     def __init__(self, connection: Connection) -> None:
         self._connection = connection
-        self.wire: StompWire | None = None
+        self.wire: Wire | None = None
 
     def _current(self) -> bool:
         return self.wire is not None and getattr(self._connection, "wire", None) is self.wire

@@ -1,4 +1,4 @@
-"""The failover rule (transport.open_first): which host is used, which errors move on to the next."""
+"""The failover rule (jmslike.failover.open_first): which host is used, which errors move on to the next."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from jmslike.adapters.transport import open_first
 from jmslike.exceptions import ConnectionLostException, JMSSecurityException, JMSTimeoutException
+from jmslike.failover import open_first
 
 HOSTS = [("a", 1), ("b", 2), ("c", 3)]
 
