@@ -66,4 +66,6 @@ def test_cluster_lanes_exactly_once_through_worker_driver_and_broker_sigkills(
         rounds.check(client_id, names)
     tasks = [spark_cluster.tasks_run(i) - before for i, before in enumerate(tasks_before)]
     assert all(n > 0 for n in tasks), f"tasks finished per worker: {tasks}; both executors should read chunks"
-    assert spark_cluster.tasks_run(0, since_start=True) > 0, "worker 0's new executor ran no task after its restart"
+    assert spark_cluster.tasks_run(0, since_start=True) > 0, (
+        "worker 0's new executor ran no task after its restart"
+    )
