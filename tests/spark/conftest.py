@@ -176,8 +176,10 @@ class Pipeline:
         self.output = root / "output"
         self.staging = Path(options["stagingLocation"])
         self.drivers: list[Driver] = []
+        self.cleared_first_offset: list[str] = []  # see clear_interrupted_first_offset
 
     def start(self, mode: str, *extra: str) -> Driver:
+        self.clear_interrupted_first_offset()
         argv = [sys.executable, str(HERE / "driver.py"), "--mode", mode]
         argv += ["--checkpoint", str(self.checkpoint), "--output", str(self.output), *extra]
         for name, value in self.options.items():
@@ -191,6 +193,25 @@ class Pipeline:
         code = driver.wait(timeout_s)
         assert code == 0, f"the Spark driver failed ({code}): {driver.tail()}"
         return driver.done()
+
+    def clear_interrupted_first_offset(self) -> None:
+        """What spark_sink/README.md tells users to do after a driver died while Spark wrote the query's very
+        first offset-log entry: Spark 4.x then finds only that entry's temporary file (``offsets/.0.<uuid>.tmp``)
+        and refuses to start the query again (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY: "should be empty on
+        batch 0", MicroBatchExecution.verifyNewCheckpointDirectory). Nothing was logged or committed then, so
+        the temporary files are removed; only in exactly that state (no offset or commit file at all)."""
+        offsets, commits = self.checkpoint / "offsets", self.checkpoint / "commits"
+        if not offsets.is_dir():
+            return
+        entries = list(offsets.iterdir())
+        logged = [e for e in entries if not e.name.startswith(".")]
+        committed = [e for e in commits.iterdir() if not e.name.startswith(".")] if commits.is_dir() else []
+        if logged or committed or not entries:
+            return
+        for entry in entries:
+            if entry.name.endswith((".tmp", ".tmp.crc")):
+                entry.unlink()
+                self.cleared_first_offset.append(entry.name)
 
     def staged_chunks(self) -> int:
         chunks = self.staging / "chunks"
