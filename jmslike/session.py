@@ -51,6 +51,7 @@ from jmslike.messages import (
     StreamMessage,
     TextMessage,
 )
+from jmslike.send_window import SendWindow
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -121,8 +122,10 @@ class Session(SessionDomainMethods):
         # DUPS_OK on a cumulative subscription: per consumer, deliveries consumed since its last ACK and
         # the newest of them, whose one ACK settles them all (see _ack_consumed).
         self._lazy_acks: dict[MessageConsumer, tuple[int, Pending]] = {}
-        self._in_flight = 0  # asynchronous sends awaiting their receipt, and their bytes: the send window
-        self._in_flight_bytes = 0
+        config = connection.config
+        self._window = SendWindow(
+            self._cond, config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
+        )
         self._current: tuple[MessageConsumer, Pending] | None = None
         self._recover_current = False
         self._rr = 0
@@ -1039,34 +1042,14 @@ class Session(SessionDomainMethods):
 
     def acquire_send_slot(self, size: int) -> None:
         """For MessageProducer: wait (bounded by the receipt timeout) for a place in the asynchronous send
-        window, which bounds both the sends awaiting a receipt (``send_window``) and their bytes
-        (``send_window_bytes``, 0 = no byte bound). A message bigger than the byte window goes alone."""
-        config = self._connection.config
-        count_limit, byte_limit = max(1, config.send_window), config.send_window_bytes
-        timeout = config.receipt_timeout_ms / 1000
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while self._in_flight >= count_limit or (
-                byte_limit and self._in_flight and self._in_flight_bytes + size > byte_limit
-            ):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise JMSException(
-                        f"{self._in_flight} asynchronous send(s) ({self._in_flight_bytes} bytes) still "
-                        f"unconfirmed after {timeout:.1f}s (receipt_timeout_ms): the broker does not answer "
-                        "(ActiveMQ: producer flow control, a full memory or store limit); this send was not "
-                        "made: send it again later, or raise receipt_timeout_ms"
-                    )
-                self._cond.wait(remaining)
-            self._in_flight += 1
-            self._in_flight_bytes += size
+        window (jmslike.send_window)."""
+        self._window.acquire(size)
 
     def release_send_slot(self, size: int, then: Callable[[], None] | None = None) -> None:
         """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback) is queued
         for the dispatch thread in the same pass under the lock: this runs once per send."""
         with self._cond:
-            self._in_flight -= 1
-            self._in_flight_bytes -= size
+            self._window.release(size)
             if then is not None and self._closed:
                 # close() gave up waiting (receipt timeout) and returned: JMS allows no callback after that.
                 log.warning("a send settled after its session was closed; its completion callback is not run")
@@ -1101,7 +1084,7 @@ class Session(SessionDomainMethods):
                         self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
                     finally:
                         self._cond.acquire()
-                pending = self._in_flight > 0 or self._tasks or (self._in_callback and not mine)
+                pending = self._window.busy or self._tasks or (self._in_callback and not mine)
                 remaining = deadline - time.monotonic()
                 if not pending:
                     return True

@@ -1,0 +1,64 @@
+"""The asynchronous send window of one session: how many sends await their receipt, and their bytes.
+
+A producer must not run ahead of the broker without bound (JMS 2.0 asynchronous sends, and unwaited
+NON_PERSISTENT sends): a send takes a place before its frame is written and gives it back when its receipt
+(or its error, or the loss of the connection) settles it. The window bounds both the count
+(``send_window``) and the bytes of message bodies (``send_window_bytes``, 0 = no byte bound); a message
+bigger than the byte window goes alone, so it is never refused for its size. Pure state under the
+session's condition (the session also waits on it for the window to empty), so it is unit-tested without
+a broker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from jmslike.exceptions import JMSException
+
+
+class SendWindow:
+    """Places for asynchronous sends; every method is called with or takes ``cond``, the session's."""
+
+    def __init__(
+        self, cond: threading.Condition, count_limit: int, byte_limit: int, timeout_s: float
+    ) -> None:
+        self._cond = cond
+        self._count_limit = max(1, count_limit)
+        self._byte_limit = byte_limit
+        self._timeout_s = timeout_s
+        self._sends = 0
+        self._bytes = 0
+
+    @property
+    def busy(self) -> bool:
+        """Some send still awaits its receipt (read under the condition)."""
+        return self._sends > 0
+
+    def acquire(self, size: int) -> None:
+        """Wait (at most the receipt timeout) for a place for a send of ``size`` body bytes; raise a
+        JMSException saying nothing was sent when none came free."""
+        deadline = time.monotonic() + self._timeout_s
+        with self._cond:
+            while self._full(size):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise JMSException(
+                        f"{self._sends} asynchronous send(s) ({self._bytes} bytes) still unconfirmed after "
+                        f"{self._timeout_s:.1f}s (receipt_timeout_ms): the broker does not answer (ActiveMQ: "
+                        "producer flow control, a full memory or store limit); this send was not made: send it "
+                        "again later, or raise receipt_timeout_ms"
+                    )
+                self._cond.wait(remaining)
+            self._sends += 1
+            self._bytes += size
+
+    def release(self, size: int) -> None:
+        """A send of ``size`` bytes settled; the caller holds the condition and notifies its waiters."""
+        self._sends -= 1
+        self._bytes -= size
+
+    def _full(self, size: int) -> bool:
+        if self._sends >= self._count_limit:
+            return True
+        return bool(self._byte_limit) and self._sends > 0 and self._bytes + size > self._byte_limit
