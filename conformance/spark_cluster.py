@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self
 
+from jmslike.conformance.brokers.base import tail_lines
 from jmslike.conformance.brokers.ports import LOOPBACK, free_port
 from jmslike.conformance.brokers.process import BrokerProcess, register_cleanup, unregister_cleanup
 
@@ -73,10 +74,9 @@ class _Daemon:
 
     def tail(self, lines: int = 30) -> str:
         try:
-            text = self.log_path.read_text(errors="replace")
+            return tail_lines(self.log_path.read_text(errors="replace"), lines)
         except OSError:
             return ""
-        return "\n".join(text.splitlines()[-lines:])
 
 
 class SparkCluster:
