@@ -122,6 +122,8 @@ def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
 _RECV_BYTES = 64 * 1024
 # Linux only; elsewhere the option is not there and ``quick_ack`` does nothing.
 _TCP_QUICKACK: int | None = getattr(socket, "TCP_QUICKACK", None)
+#: How long a disconnect waits for the io thread to end before leaving the close to it (see disconnect_socket).
+_READER_EXIT_WAIT_S = 1.0
 #: How long receipts are held after an ERROR frame that answered no receipt (see StompWire.handle_receipt).
 _HOLD_AFTER_ERROR_S = 0.5
 #: TCP keepalive on every connection: a broker that turned heart-beats off (``heart-beat:0,0``) and then
@@ -186,6 +188,8 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
             vhost=vhost,
             auto_decode=False,
         )
+        self.socket: socket.socket | None = None
+        self.current_host_and_port: tuple[str, int] | None = None
         self._jl_host = host
         self._jl_timeout_s = timeout_s
         self._jl_write_timeout_s = write_timeout_s
@@ -194,6 +198,7 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
         self._jl_quick_waiters = 0
         self._jl_quick_lock = threading.Lock()
         self._jl_decoder = FrameDecoder(max_frame_bytes, max_header_bytes)
+        self._jl_closing = False
         #: Why the reader dropped the connection (a malformed or oversized frame), for the error raised above.
         self.protocol_error: str | None = None
         #: A TLS error after the handshake (TLS 1.3: the broker refusing our client certificate).
@@ -270,16 +275,21 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
     def send(self, encoded_frame: bytes) -> None:
         """stomp.py's socket write (plain TCP), with a deadline for the whole frame: ``BlockingIOError`` (EAGAIN)
         when the peer has not taken it within the write timeout, part of it possibly written. TLS writes go
-        through stomp.py's io thread, which never blocks a caller."""
-        sock = self.socket
-        if not self.blocking or sock is None:
+        through stomp.py's io thread, which never blocks a caller. The socket is read under the write lock, so
+        a socket being released (:meth:`_release_socket`) is never written after it is closed."""
+        if not self.blocking:
             super().send(encoded_frame)
             return
         deadline = time.monotonic() + self._jl_write_timeout_s
         # stomp.py's own lock (its heart-beat thread writes too), taken with the same deadline.
-        lock: threading.BoundedSemaphore = self._Transport__socket_semaphore
+        lock = self._write_lock()
         if not lock.acquire(timeout=self._jl_write_timeout_s):
             raise BlockingIOError(errno.EAGAIN, "another write to the broker has been blocked too long")
+        sock = self.socket
+        if sock is None:
+            lock.release()
+            super().send(encoded_frame)  # stomp.py's answer to a write without a socket (NotConnected)
+            return
         try:
             view = memoryview(encoded_frame)
             while view:
@@ -289,6 +299,63 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
                     raise BlockingIOError(errno.EAGAIN, "the broker took no data before the write deadline")
         finally:
             lock.release()
+
+    def _write_lock(self) -> threading.BoundedSemaphore:
+        lock: threading.BoundedSemaphore = self._Transport__socket_semaphore
+        return lock
+
+    # Closing without giving the descriptor back too early.
+    #
+    # A descriptor number is reused by the next socket the process opens. stomp.py closes the socket from
+    # whichever thread disconnects while its io thread may still be inside a read, and OpenSSL reads by number:
+    # a TLS reader that outlived its close took the first 5 bytes (one TLS record header) of the next
+    # connection's answer, and that connection saw an ERROR frame without "ERROR" (seen in CI on ActiveMQ, and
+    # 23 times in 700 TLS-then-plain refused CONNECTs under CPU load). So a socket is shut down first (its
+    # reader wakes with EOF, its writers with EPIPE, the number stays ours), and closed only by the io thread,
+    # or by the disconnecting thread once the io thread has ended, always under the write lock.
+
+    def disconnect_socket(self) -> None:
+        """stomp.py's disconnect without the early close (above) and without the TLS close_notify, which would
+        run the SSL object on this thread while the io thread reads it."""
+        self.running = False
+        self._jl_closing = True
+        sock = self.socket
+        if sock is not None:
+            if not self.blocking:
+                self.shutdown_queue()
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            reader: threading.Thread | None = getattr(self, "io_thread", None)
+            if reader is not None and reader is not threading.current_thread():
+                reader.join(_READER_EXIT_WAIT_S)
+            if reader is None or not reader.is_alive() or reader is threading.current_thread():
+                self._release_socket()
+            # else: the io thread is still in a listener; it releases the socket on its way out (cleanup).
+        self.current_host_and_port = None
+        if not self.notified_on_disconnect:
+            self.notify("disconnected")
+
+    def cleanup(self) -> None:
+        """On the io thread when it stops reading (stomp.py's hook): release the socket."""
+        if not self.blocking:
+            self.shutdown_queue()
+        self._release_socket()
+
+    def _release_socket(self) -> None:
+        sock = self.socket
+        if sock is None:
+            return
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)  # a writer blocked in send() returns now and lets go of the lock
+        lock = self._write_lock()
+        locked = lock.acquire(timeout=self._jl_write_timeout_s)
+        try:
+            with contextlib.suppress(OSError):
+                sock.close()
+            self.socket = None
+        finally:
+            if locked:
+                lock.release()
 
     def _dispatch(self, frames: list[DecodedFrame]) -> None:
         sink = self.frame_sink
@@ -326,7 +393,8 @@ class BoundedTransport(stomp.transport.Transport):  # type: ignore[misc]
             except InterruptedError:
                 continue
             except ssl.SSLError as exc:
-                self.tls_error = str(exc)
+                if not self._jl_closing:  # our own shutdown() interrupting a read is no TLS failure
+                    self.tls_error = str(exc)
                 log.debug("TLS read failed: %s", exc)
                 raise stomp.exception.ConnectionClosedException() from exc
             except OSError as exc:

@@ -273,6 +273,21 @@ def test_bad_credentials_are_a_security_exception(
         _connect(opened, _url(secured, tls=False), user, WRONG_PASSWORD)
 
 
+def test_a_closed_tls_connection_never_reads_the_next_connection(
+    secured: BrokerHandle, certificates: tuple[TLSMaterial, TLSMaterial], opened: list[Connection]
+) -> None:
+    """A closed connection's socket number goes to the next socket the process opens; a TLS reader still
+    running then would read that connection's bytes. Seen as a refused plain CONNECT whose ERROR frame
+    arrived without its first 5 bytes (one TLS record header), 1 pair in 30 under CPU load, before the
+    transport stopped closing sockets its reader still used. Refused connections open and close fastest."""
+    tls_url = _url(secured, ssl_ca_file=str(certificates[0].ca_file))
+    for _ in range(60):
+        with pytest.raises(JMSSecurityException):
+            _connect(opened, tls_url, "nobody", WRONG_PASSWORD)
+        with pytest.raises(JMSSecurityException):
+            _connect(opened, _url(secured, tls=False), "nobody", WRONG_PASSWORD)
+
+
 def test_send_where_not_permitted_raises_on_send(
     secured: BrokerHandle, broker_kind: str, opened: list[Connection], unique_name: str
 ) -> None:
