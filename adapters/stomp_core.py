@@ -20,7 +20,8 @@ What the protocol decides, so that no driver has to:
   :class:`ErrorReceived` (RabbitMQ answers a refused SEND that way, then closes); each pending frame gets
   exactly one answer, and :meth:`~StompProtocol.connection_lost` hands back the ones that got none;
 - heart-beats (STOMP 1.1 "Heart-beating"): the client sends every ``max(cx, sy)`` ms and expects something
-  every ``max(cy, sx)`` ms when both sides offer it; any byte written or read counts. A peer silent for
+  every ``max(cy, sx)`` ms when both sides offer it; any byte written counts, and a complete frame or heart-beat
+  read (part of a frame does not: a peer could trickle one endless frame in). A peer silent for
   :data:`SILENCE_TOLERANCE` times its period is dead (stomp.py's own tolerance, which jmslike has run with);
 - limits: the bounded decoder (:mod:`~jmslike.adapters.stomp_reader`) turns an oversized or malformed frame
   into :class:`ProtocolViolation`, after which the protocol is closed.
@@ -243,7 +244,6 @@ class StompProtocol:
             return []
         if not data:
             return self._ended()
-        self._clock.last_read = now
         assert self._decoder is not None
         events: list[Event] = []
         try:
@@ -254,6 +254,10 @@ class StompProtocol:
             self.state = "closed"
             events.append(ProtocolViolation(str(exc)))
             return events
+        if frames:
+            # Only a complete frame or heart-beat proves the broker alive: a peer trickling one endless frame
+            # in still runs into the heart-beat timeout (docs/security.md).
+            self._clock.last_read = now
         for frame in frames:
             if frame is not HEARTBEAT:
                 events.extend(self._on_frame(frame.command, frame.headers, frame.body))

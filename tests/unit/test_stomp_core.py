@@ -270,6 +270,15 @@ def test_peer_is_silent_only_past_the_tolerance(silence: float) -> None:
     assert protocol.peer_silent(now=1.0 + silence) == (silence > 5.0 * SILENCE_TOLERANCE)
 
 
+def test_part_of_a_frame_is_no_sign_of_life() -> None:
+    protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s
+    protocol.receive_data(b"\n", now=1.0)
+    protocol.receive_data(b"MESSAGE\nsubscription:1\n", now=7.0)  # a frame trickling in, never ending
+    assert protocol.peer_silent(now=1.0 + 5.0 * SILENCE_TOLERANCE + 0.1)
+    protocol.receive_data(b"\n\x00", now=8.0)  # it ends: the broker is alive
+    assert not protocol.peer_silent(now=8.0 + 5.0 * SILENCE_TOLERANCE)
+
+
 def test_no_heartbeats_when_either_side_offers_none() -> None:
     protocol = connected(heartbeat_ms=(0, 0))
     assert protocol.heartbeat_due(now=1e9) == b""
