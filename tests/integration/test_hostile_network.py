@@ -15,6 +15,7 @@ connection dropped, the process fine, within seconds.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import socket
 import threading
 import time
@@ -255,12 +256,19 @@ def test_connected_that_never_finishes_times_out(hostile: Callable[[Script], Hos
 
 
 def _connected_then_silent(
-    peer_ref: list[HostilePeer], release: threading.Event, data: bytes = b""
+    peer_ref: list[HostilePeer],
+    release: threading.Event,
+    data: bytes = b"",
+    go: threading.Event | None = None,
 ) -> Script:
-    """The peer's script: CONNECTED, then ``data``, then neither read nor write until ``release`` is set."""
+    """The peer's script: CONNECTED, then (once ``go`` is set, if given) ``data``, then neither read nor
+    write until ``release`` is set."""
 
     def script(conn: socket.socket) -> None:
-        peer_ref[0].send(conn, CONNECTED + data)
+        peer_ref[0].send(conn, CONNECTED)
+        if go is not None:
+            go.wait(DEADLINE_S)
+        peer_ref[0].send(conn, data)
         release.wait(DEADLINE_S)
 
     return script
@@ -299,19 +307,21 @@ def test_a_flood_of_error_frames_creates_no_thread_per_frame(
     flood = b"".join(b"ERROR\nmessage:refused %d\n\n\x00" % i for i in range(2000))
     ref: list[HostilePeer] = []
     release = threading.Event()
-    ref.append(hostile(_connected_then_silent(ref, release, flood)))
+    go = threading.Event()  # the flood starts once the ExceptionListener is set
+    ref.append(hostile(_connected_then_silent(ref, release, flood, go)))
     heard: list[JMSException] = []
     baseline = threading.active_count()
     connection = ConnectionFactory(_url(ref[0])).createConnection()
     try:
         connection.setExceptionListener(heard.append)
+        go.set()
         most = threading.active_count()
         deadline = time.monotonic() + DEADLINE_S
         while len(heard) < 1000 and time.monotonic() < deadline:
             most = max(most, threading.active_count())
             time.sleep(0.005)
         assert len(heard) >= 1000, f"the ExceptionListener heard of {len(heard)} of 2,000 ERROR frames"
-        # The receiver, stomp.py's heart-beat thread, the event thread and one hold timer, give or take one.
+        # The reader, the event thread and one hold timer, give or take one.
         assert most - baseline <= 6, f"{most - baseline} threads appeared for 2,000 ERROR frames"
     finally:
         connection.close()
@@ -439,3 +449,72 @@ def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -
         connection.close()
         listener.close()
         thread.join(5)
+
+
+# -- heart-beats -----------------------------------------------------------------------------------------
+
+
+def test_an_idle_connection_writes_the_heartbeats_the_broker_asked_for(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    """The peer asks for a heart-beat every 200 ms (``heart-beat:0,200``) and the client says nothing else:
+    the client's heart-beats arrive, none of them late by more than the period again."""
+    beats: list[float] = []
+    five = threading.Event()
+    release = threading.Event()
+    ref: list[HostilePeer] = []
+
+    def script(conn: socket.socket) -> None:
+        ref[0].send(conn, b"CONNECTED\nversion:1.2\nheart-beat:0,200\n\n\x00")
+        beats.append(time.monotonic())
+        while len(beats) < 6:
+            chunk = conn.recv(1)
+            if not chunk:
+                return
+            if chunk == b"\n":
+                beats.append(time.monotonic())
+        five.set()
+        release.wait(DEADLINE_S)
+
+    ref.append(hostile(script))
+    connection = ConnectionFactory(_url(ref[0], heartbeat_ms="200")).createConnection()
+    try:
+        assert five.wait(DEADLINE_S), f"{len(beats) - 1} heart-beats arrived"
+        gaps = [later - earlier for earlier, later in itertools.pairwise(beats)]
+        assert max(gaps) < 0.4, f"heart-beat gaps {gaps}"
+    finally:
+        connection.close()
+        release.set()
+
+
+@pytest.mark.parametrize("then", ["silent", "trickling"])
+def test_a_broker_that_stops_sending_is_dropped_after_its_heartbeat_period(
+    hostile: Callable[[Script], HostilePeer], then: str
+) -> None:
+    """``heart-beat:200,0`` promises something every 200 ms; the peer then sends nothing, or one byte of a
+    frame every 100 ms (part of a frame is no sign of life: docs/security.md). The connection is dropped,
+    and the ExceptionListener hears why, within a second or so."""
+    release = threading.Event()
+    ref: list[HostilePeer] = []
+
+    def script(conn: socket.socket) -> None:
+        ref[0].send(conn, b"CONNECTED\nversion:1.2\nheart-beat:200,0\n\n\x00")
+        if then == "trickling":
+            ref[0].send(conn, b"MESSAGE\n")
+            while not release.wait(0.1):
+                ref[0].send(conn, b"x")
+        release.wait(DEADLINE_S)
+
+    ref.append(hostile(script))
+    heard: list[JMSException] = []
+    dropped = threading.Event()
+    connection = ConnectionFactory(_url(ref[0], heartbeat_ms="200")).createConnection()
+    try:
+        connection.setExceptionListener(lambda error: (heard.append(error), dropped.set()))
+        started = time.monotonic()
+        assert dropped.wait(DEADLINE_S), "the silent broker was never dropped"
+        assert time.monotonic() - started < 3
+        assert isinstance(heard[0], ConnectionLostException) and "heart-beat" in str(heard[0])
+    finally:
+        release.set()
+        connection.close()
