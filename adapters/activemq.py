@@ -28,6 +28,7 @@ import logging
 from collections.abc import Mapping
 
 from jmslike import selector as selectors
+from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import decode_body, encode_body
 from jmslike.config import AdapterOption, ConnectionConfig, parse_bool
 from jmslike.contract import (
@@ -69,7 +70,7 @@ _log = logging.getLogger(__name__)
 class ActiveMQAdapter(StompDialect):
     name = "activemq"
     display_name = "ActiveMQ Classic"
-    stomp_version = "1.1"
+    stomp_version: Version = "1.1"
     capabilities = Capabilities(
         durable_subscriptions=True,
         selectors="broker",

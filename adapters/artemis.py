@@ -61,6 +61,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from jmslike import selector as selectors
+from jmslike.adapters.stomp_core import Version
 from jmslike.config import ConnectionConfig
 from jmslike.contract import (
     RETAINED_STORE_PREFIX,
@@ -641,12 +642,12 @@ class _ReplySink:
 class _ManagementWire(StompWire):
     """A StompWire whose SEND frames go without ``content-length`` (management bodies must be core text)."""
 
-    def _transmit(self, frame: Frame, receipt: str | None) -> None:
+    def _prepare(self, frame: Frame) -> Frame:
         if frame.command == "SEND":
             if b"\x00" in frame.body:
                 raise JMSException("a management request body cannot contain NUL characters")
-            frame = dataclasses.replace(frame, content_length=False)
-        super()._transmit(frame, receipt)
+            return dataclasses.replace(frame, content_length=False)
+        return frame
 
 
 class ManagementClient:
@@ -752,7 +753,7 @@ class ArtemisAdapter(StompDialect):
 
     name = "artemis"
     display_name = "ActiveMQ Artemis"
-    stomp_version = "1.2"
+    stomp_version: Version = "1.2"
     capabilities = Capabilities(
         durable_subscriptions=True,
         selectors="broker",

@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 
+from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import TYPE_HEADER
 from jmslike.config import AdapterOption, ConnectionConfig
 from jmslike.constants import DeliveryMode
@@ -118,7 +119,7 @@ class StompDialect:
     name = "stomp"
     display_name = "STOMP broker"
     capabilities = Capabilities()
-    stomp_version = "1.2"
+    stomp_version: Version = "1.2"
     reserved_headers: frozenset[str] = STANDARD_HEADERS
     default_vhost: str | None = None
     transactional_send_receipts = True

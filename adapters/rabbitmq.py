@@ -43,6 +43,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 
+from jmslike.adapters.stomp_core import Version
 from jmslike.config import AdapterOption, ConnectionConfig, parse_count
 from jmslike.contract import (
     RETAINED_STORE_PREFIX,
@@ -136,7 +137,7 @@ def _queue_type(value: str) -> str:
 class RabbitMQAdapter(StompDialect):
     name = "rabbitmq"
     display_name = "RabbitMQ"
-    stomp_version = "1.2"
+    stomp_version: Version = "1.2"
     default_vhost = "/"
     transactional_send_receipts = False
     temporary_names_are_local = False

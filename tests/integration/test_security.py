@@ -392,7 +392,7 @@ def test_credentials_never_in_logs_reprs_or_errors(
     texts.append(caplog.text)
     texts += [str(record.args) for record in caplog.records]
     assert any("CONNECT" in record.getMessage() for record in caplog.records), (
-        "stomp.py DEBUG logs were not captured"
+        "jmslike's DEBUG log of CONNECT was not captured"
     )
     for text in texts:
         for secret in SECRETS:

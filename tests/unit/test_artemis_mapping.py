@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -791,16 +791,8 @@ def test_no_client_id_no_management() -> None:
 # -- the management wire ------------------------------------------------------------------------------
 
 
-class _RecordingStomp:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, dict[str, str], bytes]] = []
-
-    def send_frame(self, command: str, headers: dict[str, str], body: bytes) -> None:
-        self.sent.append((command, headers, body))
-
-
-@pytest.fixture
-def management_wire() -> Iterator[tuple[Any, _RecordingStomp]]:
+def test_management_sends_go_without_content_length() -> None:
+    from jmslike.adapters.stomp_core import wire_headers
     from jmslike.config import parse_url
 
     wire = artemis._ManagementWire(
@@ -810,16 +802,9 @@ def management_wire() -> Iterator[tuple[Any, _RecordingStomp]]:
         artemis._ReplySink(),
         ArtemisAdapter().error_for,
     )
-    recorder = _RecordingStomp()
-    wire._write = recorder.send_frame
-    yield wire, recorder
-
-
-def test_management_sends_go_without_content_length(management_wire: tuple[Any, _RecordingStomp]) -> None:
-    wire, recorder = management_wire
-    wire._transmit(management_request("broker", "op", [], reply_to="r", correlation_id="c"), "r1-1")
-    command, headers, _ = recorder.sent[0]
-    assert command == "SEND" and "content-length" not in headers and headers["receipt"] == "r1-1"
+    prepared = wire._prepare(management_request("broker", "op", [], reply_to="r", correlation_id="c"))
+    headers = wire_headers(prepared, "r1-1")
+    assert prepared.command == "SEND" and "content-length" not in headers and headers["receipt"] == "r1-1"
 
 
 # -- errors -------------------------------------------------------------------------------------------

@@ -1,0 +1,550 @@
+"""The threaded driver of the sans-IO STOMP core: one connection's socket, reader thread and heart-beats.
+
+:class:`~jmslike.adapters.stomp_core.StompProtocol` decides everything about the protocol; this module owns
+what it leaves to a driver -- the socket, the threads, the clock -- and nothing else. jmslike owns its socket
+instead of running on stomp.py because what it needs lived in stomp.py's private parts (its name-mangled
+reader, its socket lock, its heart-beat listener's clock) and because stomp.py's close gave a socket's
+descriptor back while its reader could still be reading it (a TLS reader then took the first bytes of the
+next connection; see :meth:`StompSocket._release`). stomp.py stays the reference peer of tests and the raw
+baseline of the benchmarks.
+
+How the threads share one socket:
+
+- TLS: the socket is non-blocking and every SSL call is made under ``_io_lock``, never waiting inside it, so
+  the reader and a writer never run the same SSL object at once (OpenSSL forbids that) and never block each
+  other; waiting for readiness (``poll``) happens outside the lock. Plain TCP: the reader waits in ``recv``
+  and writers never block in ``send`` (``MSG_DONTWAIT``), waiting in ``poll`` instead, as the kernel
+  serialises a socket's reads and writes itself;
+- one frame is written at a time (``_write_lock``), with a deadline for the whole frame: a broker that stops
+  reading makes the write fail after ``write_timeout_s`` (:class:`WriteStalled`), part of the frame possibly
+  sent, so the connection is then dropped;
+- the reader thread reads, feeds the protocol and hands its events to the owner's ``on_event``; it never
+  writes and never runs user code (the owner's callbacks must not block);
+- heart-beats, when negotiated, are written by a small thread that sleeps until the protocol's next deadline,
+  and that thread also notices a broker gone silent;
+- the connection ends once: the end of the stream, a socket error, a protocol violation, the broker's
+  silence, the receipt of our DISCONNECT, or :meth:`StompSocket.abort`. The owner hears ``on_closed`` once,
+  on the reader thread whenever the reader has started, with the reason (None when jmslike did not decide
+  it) and the frames that got no answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from jmslike.adapters.stomp_core import (
+    SILENCE_TOLERANCE,
+    Connected,
+    Event,
+    ProtocolViolation,
+    Receipt,
+    StompProtocol,
+    Version,
+)
+from jmslike.config import ConnectionConfig
+from jmslike.contract import Frame
+from jmslike.exceptions import JMSSecurityException
+
+log = logging.getLogger(__name__)
+
+_RECV_BYTES: Final = 64 * 1024
+_DONTWAIT: Final[int | None] = getattr(socket, "MSG_DONTWAIT", None)
+# Linux only; elsewhere the option is not there and quick ACKs do nothing.
+_TCP_QUICKACK: Final[int | None] = getattr(socket, "TCP_QUICKACK", None)
+#: TCP keepalive on every connection: a broker that turned heart-beats off (``heart-beat:0,0``) and then
+#: vanished without a FIN (host down, cable cut) is noticed within about idle + interval x count seconds,
+#: instead of never, so a blocked ``receive()`` ends with a ConnectionLostException.
+KEEPALIVE_IDLE_S: Final = 10
+KEEPALIVE_INTERVAL_S: Final = 5
+KEEPALIVE_COUNT: Final = 3
+#: How long a closing thread waits for the reader to end before leaving the close to it.
+_READER_EXIT_WAIT_S: Final = 1.0
+#: How often a write that cannot proceed on TLS (the SSL object wants to read first) looks again.
+_TLS_RETRY_S: Final = 0.05
+
+
+class SocketConnectError(Exception):
+    """The TCP connection could not be made; ``cause`` is the OSError."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class TLSConnectError(Exception):
+    """The TLS handshake failed (certificate, host name, protocol, no answer); ``cause`` says why."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class SocketClosed(Exception):
+    """A write on a connection that has ended (or is ending)."""
+
+
+class WriteStalled(Exception):
+    """The broker took no more of a frame before the write deadline; part of it may be on the wire."""
+
+
+def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
+    """The client TLS context for ``config``: broker certificate always verified, host name by default."""
+    try:
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=config.tls.ca_file)
+        context.check_hostname = config.tls.check_hostname
+        context.verify_mode = ssl.CERT_REQUIRED
+        if config.tls.cert_file:
+            context.load_cert_chain(config.tls.cert_file, config.tls.key_file, config.tls.key_password)
+    except (OSError, ssl.SSLError) as exc:
+        files = [f for f in (config.tls.ca_file, config.tls.cert_file, config.tls.key_file) if f]
+        raise JMSSecurityException(
+            f"cannot load the TLS files {files}: {exc}; check ssl_ca_file, ssl_cert_file and ssl_key_file "
+            "(PEM; the key must belong to the certificate)"
+        ) from exc
+    return context
+
+
+def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
+    """Put the kernel's limits on a connected socket (Linux; elsewhere what exists of them).
+
+    * ``TCP_USER_TIMEOUT``: data the peer has not acknowledged for twice the write timeout aborts the
+      connection (twice: a peer that stops reading is then reported by the stalled write, which knows what it
+      was writing);
+    * keepalive: see :data:`KEEPALIVE_IDLE_S`.
+
+    The write deadline itself is :meth:`StompSocket.write`'s: the socket is non-blocking.
+    """
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE_S),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL_S),
+        ("TCP_KEEPCNT", KEEPALIVE_COUNT),
+        ("TCP_USER_TIMEOUT", int(write_timeout_s * 2000)),
+    ):
+        option = getattr(socket, name, None)
+        if option is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def open_socket(
+    host: tuple[str, int], context: ssl.SSLContext | None, timeout_s: float, write_timeout_s: float
+) -> socket.socket:
+    """A connected, non-blocking socket to ``host``, TLS-wrapped and handshaken when ``context`` is given.
+    Never falls back to plain TCP."""
+    try:
+        sock = socket.create_connection(host, timeout_s)
+    except OSError as exc:
+        raise SocketConnectError(exc) from exc
+    if context is not None:
+        try:
+            sock = context.wrap_socket(sock, server_hostname=host[0])
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            sock.close()
+            raise TLSConnectError(exc) from exc
+        except TimeoutError as exc:
+            # TCP works but no TLS answer: most likely a plain STOMP port.
+            sock.close()
+            raise TLSConnectError(
+                TimeoutError(f"no TLS handshake answer within {timeout_s:.1f}s (is this a TLS port?)")
+            ) from exc
+        except OSError as exc:  # reset during the handshake
+            sock.close()
+            raise SocketConnectError(exc) from exc
+    try:
+        # TLS: non-blocking, every SSL call under the socket's I/O lock. Plain TCP: blocking reads, and writes
+        # that never block (MSG_DONTWAIT) where the platform has it.
+        sock.setblocking(context is None and _DONTWAIT is not None)
+        bound_socket_in_time(sock, write_timeout_s)
+    except OSError as exc:
+        sock.close()
+        raise SocketConnectError(exc) from exc
+    return sock
+
+
+def _wait_until(sock: socket.socket, events: int, timeout_s: float | None) -> bool:
+    """Wait (outside every lock) until ``sock`` may be ready for ``events``, an error or hang-up included, or
+    ``timeout_s`` passes; False once the socket is closed. poll, not select: descriptors above 1023 work."""
+    try:
+        poller = select.poll()
+        poller.register(sock, events | select.POLLERR | select.POLLHUP)
+        poller.poll(None if timeout_s is None else max(0, int(timeout_s * 1000) + 1))
+    except (OSError, ValueError):  # closed under us (fileno -1)
+        return False
+    return True
+
+
+class StompSocket:
+    """One STOMP connection: :meth:`connect`, then :meth:`send` from any thread; events arrive on the reader.
+
+    ``on_event`` gets every protocol event (CONNECTED or the refusal, messages, receipts, errors) on the
+    reader thread, in order. ``on_closed(reason, unanswered)`` is called once when the connection ends, on
+    whichever thread ended it; ``reason`` says why jmslike dropped it, None when jmslike did not decide it (the
+    broker closed or reset the stream, answered DISCONNECT, or :meth:`abort` was called without a reason). ``on_sent(receipt)`` is called under the write lock, before the frame's bytes
+    are written, so the owner has recorded a receipt before its answer can arrive.
+    """
+
+    def __init__(
+        self,
+        host: tuple[str, int],
+        *,
+        version: Version,
+        heartbeat_ms: int,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+        context: ssl.SSLContext | None,
+        connect_timeout_s: float,
+        write_timeout_s: float,
+        receipt_prefix: str,
+        on_event: Callable[[Event], None],
+        on_closed: Callable[[str | None, list[Receipt]], None],
+        quick_ack: bool = False,
+    ) -> None:
+        self._host = host
+        self._context = context
+        self._connect_timeout_s = connect_timeout_s
+        self._write_timeout_s = write_timeout_s
+        self._on_event = on_event
+        self._on_closed = on_closed
+        self._protocol = StompProtocol(
+            version=version,
+            heartbeat_ms=(heartbeat_ms, heartbeat_ms),
+            max_frame_bytes=max_frame_bytes,
+            max_header_bytes=max_header_bytes,
+            receipt_prefix=receipt_prefix,
+        )
+        self._sock: socket.socket | None = None
+        self._io_lock = threading.Lock()  # one socket call at a time; never held while waiting
+        self._write_lock = threading.Lock()  # one frame at a time
+        self._proto_lock = threading.Lock()  # the protocol object is not thread-safe
+        self._end_lock = threading.Lock()
+        self._ended = False
+        self._abort_reason: str | None = None  # why abort() asked the reader to end the connection
+        self._stop = threading.Event()  # wakes the heart-beat thread
+        self._reader: threading.Thread | None = None
+        self._quick_ack = quick_ack and _TCP_QUICKACK is not None
+        self._quick_waiters = 0
+        self._quick_lock = threading.Lock()
+        #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
+        self.tls_error: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    def connect(self, vhost: str, headers: Mapping[str, str]) -> None:
+        """Open the socket, write CONNECT and start reading. The answer arrives as an event (Connected or
+        ConnectRefused) or as ``on_closed``. Raises ValueError (a header STOMP cannot carry: nothing is opened),
+        SocketConnectError, TLSConnectError, SocketClosed, WriteStalled."""
+        with self._proto_lock:
+            data = self._protocol.connect(vhost, headers, time.monotonic())
+        self._sock = open_socket(self._host, self._context, self._connect_timeout_s, self._write_timeout_s)
+        log.debug(
+            "CONNECT to %s:%s, virtual host %r (login and passcode not shown)",
+            self._host[0],
+            self._host[1],
+            vhost,
+        )
+        with self._write_lock:
+            self._write_all(data, self._connect_timeout_s)
+        with self._end_lock:  # abort() sees no reader, or a started one
+            if self._ended:
+                raise SocketClosed()
+            reader = threading.Thread(
+                target=self._read_loop, name=f"jmslike-stomp-{self._host[0]}:{self._host[1]}", daemon=True
+            )
+            reader.start()
+            self._reader = reader
+
+    def disconnect(self, timeout_s: float) -> None:
+        """DISCONNECT with a receipt (everything sent before it has reached the broker once it answers), wait
+        for that answer up to ``timeout_s``, then close."""
+        try:
+            with self._write_lock:
+                with self._proto_lock:
+                    if self._protocol.state != "connected":
+                        raise SocketClosed()
+                    data = self._protocol.disconnect(time.monotonic())
+                self._write_all(data, timeout_s)
+        except (SocketClosed, WriteStalled, OSError):
+            self.abort()
+            return
+        reader = self._reader
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(timeout_s)
+        self.abort()
+
+    def abort(self, reason: str | None = None) -> None:
+        """End the connection now, without DISCONNECT (``reason``: why jmslike drops it; None: no failure).
+
+        While the reader runs, the end is its to report: the socket is shut down, which wakes it, and it calls
+        ``on_closed`` -- so the owner always hears of the end on the reader thread, never on a caller's thread
+        that may hold the owner's locks. Without a reader (CONNECT not yet written), it ends here."""
+        with self._end_lock:
+            reader = self._reader
+            delegate = reader is not None and reader is not threading.current_thread() and reader.is_alive()
+            if delegate and self._abort_reason is None and not self._ended:
+                self._abort_reason = reason
+        if delegate:
+            assert reader is not None
+            self._shutdown()
+            reader.join(_READER_EXIT_WAIT_S)
+            if reader.is_alive():
+                return  # still in the owner's callback: it ends the connection and releases the socket itself
+        else:
+            self._end(reason)
+        self._release()
+
+    # -- writing -------------------------------------------------------------------------------------------
+
+    def send(self, frame: Frame, *, receipt: bool, on_sent: Callable[[Receipt], None] | None = None) -> None:
+        """Write ``frame`` (with a receipt when asked: ``on_sent`` gets it before any byte is written).
+        Raises SocketClosed, or WriteStalled after the write deadline (the connection is then dropped)."""
+        with self._write_lock:
+            with self._proto_lock:
+                if self._protocol.state != "connected":
+                    raise SocketClosed()
+                data, pending = self._protocol.send(frame, time.monotonic(), receipt=receipt)
+                if pending is not None and on_sent is not None:
+                    on_sent(pending)
+            self._write_all(data, self._write_timeout_s)
+
+    def _write_all(self, data: bytes, timeout_s: float) -> None:
+        """Write all of ``data`` (the caller holds the write lock) before ``timeout_s`` passes."""
+        sock = self._sock
+        if sock is None:
+            raise SocketClosed()
+        blocking = sock.getblocking()
+        deadline = time.monotonic() + timeout_s
+        view = memoryview(data)
+        while view:
+            wait_for_read = False
+            try:
+                if blocking:  # plain TCP: the kernel serialises this with the reader's recv
+                    view = view[sock.send(view, _DONTWAIT or 0) :]
+                    continue
+                with self._io_lock:
+                    view = view[sock.send(view) :]
+                    continue
+            except (BlockingIOError, ssl.SSLWantWriteError):
+                pass
+            except ssl.SSLWantReadError:
+                wait_for_read = True
+            except OSError as exc:
+                raise SocketClosed(str(exc)) from exc
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WriteStalled(f"the broker took no data for {timeout_s:.1f}s")
+            if wait_for_read:  # TLS wants the reader's data first; look again shortly
+                time.sleep(min(_TLS_RETRY_S, remaining))
+                continue
+            if not _wait_until(sock, select.POLLOUT, remaining):
+                raise SocketClosed("socket closed")
+
+    # -- quick TCP ACKs while a caller waits for a receipt -------------------------------------------------
+    #
+    # ActiveMQ Classic's TCP transport leaves Nagle's algorithm on (``tcpNoDelay=false``): a small frame it
+    # writes while an earlier one is unacknowledged waits for our TCP ACK, which Linux delays (up to 40 ms).
+    # A CLIENT_ACKNOWLEDGE ``acknowledge()`` waits for such a receipt every time; quick ACKs took its receipt
+    # p90 from 45 to 24 ms (docs/performance.md). Only while someone waits: when frames flow both ways
+    # (pipelined asynchronous sends) our ACKs ride on them, and a pure ACK per received segment instead cost
+    # ActiveMQ a quarter of its asynchronous publish rate. Linux leaves quick-ACK mode by itself, so the
+    # reader re-arms it after every read while the count of waiters is above zero.
+
+    def quick_ack_begin(self) -> None:
+        if self._quick_ack:
+            with self._quick_lock:
+                self._quick_waiters += 1
+            self._arm_quick_ack()
+
+    def quick_ack_end(self) -> None:
+        if self._quick_ack:
+            with self._quick_lock:
+                self._quick_waiters -= 1
+
+    def _arm_quick_ack(self) -> None:
+        sock = self._sock
+        if sock is not None and _TCP_QUICKACK is not None:
+            with contextlib.suppress(OSError):  # closed under us: the reader sees that on its next recv
+                sock.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        reason: str | None = None
+        try:
+            reason = self._read_until_end()
+        except BaseException as exc:  # a bug in an owner's callback must still end the connection once
+            reason = f"the reader failed: {exc!r}"
+            raise
+        finally:
+            try:
+                self._end(reason)
+            finally:
+                self._release()
+
+    def _read_until_end(self) -> str | None:
+        """Read and dispatch until the connection ends. Returns why jmslike ends it (a protocol violation), or
+        None when it was not jmslike's decision: the broker closed or reset the stream, answered DISCONNECT,
+        or the connection was aborted."""
+        sock = self._sock
+        if sock is None:
+            return None
+        protocol = self._protocol
+        blocking = sock.getblocking()
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
+        heartbeats_started = False
+        while not self._stop.is_set():
+            try:
+                if blocking:  # plain TCP: wait in recv itself; _end's shutdown wakes it with EOF
+                    data: bytes | None = sock.recv(_RECV_BYTES)
+                else:
+                    with self._io_lock:
+                        data = sock.recv(_RECV_BYTES)
+            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                data = None
+            except ssl.SSLError as exc:
+                if not self._stop.is_set():  # our own shutdown interrupting a read is no TLS failure
+                    self.tls_error = str(exc)
+                return None
+            except OSError:
+                return None  # reset: the broker's or the network's doing
+            if self._stop.is_set():  # aborted: what was still queued is not delivered
+                return None
+            if data is None:
+                poller.poll()  # TLS: outside the lock, so writers go on
+                continue
+            if self._quick_waiters:  # read without the lock: a stale value costs one early or late re-arm
+                self._arm_quick_ack()
+            with self._proto_lock:
+                events = protocol.receive_data(data, time.monotonic())
+                state = protocol.state
+            for event in events:
+                if isinstance(event, ProtocolViolation):
+                    self._dispatch(events, upto=event)
+                    return event.reason
+            self._dispatch(events)
+            if not heartbeats_started and any(isinstance(event, Connected) for event in events):
+                heartbeats_started = True
+                self._start_heartbeats()
+            if not data or state == "closed":
+                # The broker closed the stream, answered DISCONNECT, or refused CONNECT (the event says so).
+                return None
+        return None
+
+    def _dispatch(self, events: list[Event], upto: Event | None = None) -> None:
+        for event in events:
+            if event is upto:
+                return
+            self._on_event(event)
+
+    # -- heart-beats ---------------------------------------------------------------------------------------
+
+    def _start_heartbeats(self) -> None:
+        with self._proto_lock:
+            wanted = self._protocol.send_every_s or self._protocol.expect_every_s
+        if wanted:
+            threading.Thread(
+                target=self._heartbeat_loop, name=f"jmslike-heartbeat-{self._host[1]}", daemon=True
+            ).start()
+
+    def _heartbeat_loop(self) -> None:
+        """Write a heart-beat when one is due, end the connection when the broker has gone silent."""
+        protocol = self._protocol
+        while not self._stop.is_set():
+            now = time.monotonic()
+            with self._proto_lock:
+                silent = protocol.peer_silent(now)
+                deadline = protocol.next_deadline(now)
+            if silent:
+                self.abort(
+                    f"the broker sent nothing for {protocol.expect_every_s * SILENCE_TOLERANCE:.1f}s (heart-beat timeout)"
+                )
+                return
+            if deadline is None:
+                return
+            stalled = False
+            if self._write_lock.acquire(blocking=False):  # a writer holding it is writing: that counts
+                try:
+                    with self._proto_lock:
+                        beat = protocol.heartbeat_due(time.monotonic())
+                    if beat:
+                        self._write_all(beat, self._write_timeout_s)
+                except SocketClosed:
+                    return
+                except WriteStalled:
+                    stalled = True
+                finally:
+                    self._write_lock.release()
+            if stalled:
+                self.abort(
+                    f"could not write a heart-beat within {self._write_timeout_s:.1f}s: the broker stopped reading"
+                )
+                return
+            with self._proto_lock:
+                deadline = protocol.next_deadline(time.monotonic())
+            if deadline is None:
+                return
+            self._stop.wait(max(0.01, deadline - time.monotonic()))
+
+    # -- the end -------------------------------------------------------------------------------------------
+
+    def _end(self, reason: str | None) -> None:
+        """The connection is over: say so once, with the frames that got no answer."""
+        with self._end_lock:
+            if self._ended:
+                return
+            self._ended = True
+            if self._abort_reason is not None:  # abort() asked the reader to end it: its reason stands
+                reason = self._abort_reason
+        self._shutdown()
+        with self._proto_lock:
+            unanswered = self._protocol.connection_lost()
+        if reason is not None:
+            log.warning("dropping the connection to %s:%s: %s", self._host[0], self._host[1], reason)
+        else:
+            log.debug("connection to %s:%s ended", self._host[0], self._host[1])
+        self._on_closed(reason, unanswered)
+
+    def _shutdown(self) -> None:
+        """Wake the reader (EOF), any writer (EPIPE) and the heart-beat thread; the descriptor stays ours until
+        :meth:`_release`."""
+        self._stop.set()
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                # The TCP shutdown itself: SSLSocket.shutdown would first drop its SSL object, without the I/O
+                # lock, and the reader would then read TLS records as plain bytes.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def _release(self) -> None:
+        """Close the socket, once nothing can still use it.
+
+        A descriptor number goes to the next socket the process opens. Closing one while another thread is
+        still inside a read lets that read land on the new connection: stomp.py's close did that, and a TLS
+        reader (OpenSSL reads by number) took the first 5 bytes, one TLS record header, of the next
+        connection's answer. So the socket is closed by the reader on its way out, or by the closing thread
+        once the reader has ended, and always under both locks (no writer is inside a send)."""
+        reader = self._reader
+        if reader is not None and reader.is_alive() and reader is not threading.current_thread():
+            return
+        locked = self._write_lock.acquire(timeout=self._write_timeout_s)
+        try:
+            with self._io_lock:
+                sock, self._sock = self._sock, None
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.close()
+        finally:
+            if locked:
+                self._write_lock.release()
+
+    @property
+    def is_open(self) -> bool:
+        return not self._ended
