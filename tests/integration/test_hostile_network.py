@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import socket
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +32,9 @@ from jmslike import (
     Session,
     TextMessage,
 )
+from jmslike.adapters.transport import StompWire
+from jmslike.config import parse_url
+from jmslike.contract import Frame
 from jmslike.exceptions import ConnectionLostException, JMSTimeoutException
 
 Script = Callable[[socket.socket], None]
@@ -518,3 +522,71 @@ def test_a_broker_that_stops_sending_is_dropped_after_its_heartbeat_period(
     finally:
         release.set()
         connection.close()
+
+
+# -- a send that fails as the connection ends ---------------------------------------------------------------
+
+
+class _NoEvents:
+    def __init__(self) -> None:
+        self.lost = threading.Event()
+
+    def on_message(self, frame: Frame) -> None:
+        pass
+
+    def on_error(self, error: JMSException) -> None:
+        pass
+
+    def on_lost(self, error: ConnectionLostException) -> None:
+        self.lost.set()
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_a_send_failing_as_the_connection_ends_is_settled_exactly_once(
+    hostile: Callable[[Script], HostilePeer], attempt: int
+) -> None:
+    """A send is blocked writing to a peer that stopped reading when the peer resets the connection: the end of
+    the connection fails every pending receipt while the blocked write fails too. Exactly one of them settles
+    the send: ``submit`` raises and its callback never runs, or it returns and the callback runs once. The
+    first pending send's callback is held, so the end of the connection has taken the second send from the
+    table before its write fails (the order that settled it twice, 6 times in 10, before the fix)."""
+    ref: list[HostilePeer] = []
+
+    def script(conn: socket.socket) -> None:
+        ref[0].send(conn, CONNECTED)
+        time.sleep(0.3)  # the peer's behaviour: silent for a while (the client's write blocks), then a reset
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    ref.append(hostile(script))
+    config = parse_url(_url(ref[0], receipt_timeout_ms="10000"))
+    events = _NoEvents()
+    wire = StompWire(config, config.hosts[0], "1.2", events, lambda text, frame: JMSException)
+    wire.open({})
+    first_failed, hold = threading.Event(), threading.Event()
+
+    def first_callback(error: JMSException | None) -> None:
+        first_failed.set()
+        hold.wait(DEADLINE_S)
+
+    settled: list[JMSException | None] = []
+    raised: list[JMSException] = []
+
+    def second_send() -> None:
+        try:
+            wire.submit(Frame("SEND", {"destination": "/queue/a"}, b"x" * (16 * 1024 * 1024)), settled.append)
+        except JMSException as exc:
+            raised.append(exc)
+
+    try:
+        wire.submit(Frame("SEND", {"destination": "/queue/a"}, b"first"), first_callback)
+        writer = threading.Thread(target=second_send)
+        writer.start()
+        assert first_failed.wait(DEADLINE_S), "the reset did not end the connection"
+        writer.join(DEADLINE_S)
+        hold.set()
+        assert events.lost.wait(DEADLINE_S)
+        assert len(raised) + len(settled) == 1, f"raised {raised}, callback {settled}"
+        assert all(isinstance(error, ConnectionLostException) for error in raised + settled)
+    finally:
+        hold.set()
+        wire.close(timeout_s=1.0)
