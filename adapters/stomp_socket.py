@@ -407,8 +407,12 @@ class StompSocket:
                 else:
                     with self._io_lock:
                         data = sock.recv(_RECV_BYTES)
-            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            except (BlockingIOError, ssl.SSLWantReadError):
                 data = None
+            except ssl.SSLWantWriteError:  # TLS must write first (a key update) and the send buffer is full
+                if not _wait_until(sock, select.POLLOUT, None):
+                    return None
+                continue
             except ssl.SSLError as exc:
                 if not self._stop.is_set():  # our own shutdown interrupting a read is no TLS failure
                     self.tls_error = str(exc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import socket
 import struct
 import threading
@@ -451,6 +452,70 @@ def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -
         assert lost.wait(10), "the closed TLS connection went unnoticed"
     finally:
         connection.close()
+        listener.close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_tls_connection_dropped_mid_stream_reads_no_ciphertext(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture, attempt: int
+) -> None:
+    """A TLS peer streams messages; the client drops the connection (``kill_socket``, as a network drop
+    would) while records are still queued. The reader must stop, not read the queued TLS records as plain
+    bytes: that happened while the socket was shut down through ``SSLSocket.shutdown`` (which unwraps first),
+    3 times in 6, reported as "frame headers are not valid UTF-8" and once as a corrupted message."""
+    pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
+    import ssl
+
+    from jmslike.conformance.brokers.tls import generate
+
+    material = generate(tmp_path, names=("localhost",))
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    body = b"y" * 2000
+    message = b"MESSAGE\nsubscription:1\nmessage-id:m\ndestination:/queue/x\n\n" + body + b"\x00"
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with server_context.wrap_socket(conn, server_side=True) as tls:
+            received = b""
+            while b"\x00" not in received:
+                received += tls.recv(4096)
+            tls.sendall(CONNECTED)
+            with contextlib.suppress(OSError):
+                while True:
+                    tls.sendall(message * 20)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    bodies: list[bytes] = []
+    some = threading.Event()
+
+    class Collect:
+        def on_message(self, frame: Frame) -> None:
+            bodies.append(frame.body)
+            if len(bodies) >= 50:
+                some.set()
+
+        def on_error(self, error: JMSException) -> None:
+            pass
+
+        def on_lost(self, error: ConnectionLostException) -> None:
+            pass
+
+    config = parse_url(f"activemq+ssl://localhost:{port}?ssl_ca_file={material.ca_file}&heartbeat_ms=0")
+    wire = StompWire(config, ("localhost", port), "1.2", Collect(), lambda text, frame: JMSException)
+    try:
+        wire.open({})
+        assert some.wait(DEADLINE_S)
+        with caplog.at_level(logging.WARNING, logger="jmslike"):
+            wire.kill_socket()
+        assert not [r.getMessage() for r in caplog.records if "dropping the connection" in r.getMessage()]
+        assert all(received == body for received in bodies), "a message arrived corrupted"
+    finally:
+        wire.close(timeout_s=1.0)
         listener.close()
         thread.join(5)
 
