@@ -417,9 +417,8 @@ def test_frames_split_at_every_byte_arrive_intact(broker: Any, unique_name: str)
         relay.close()
 
 
-def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -> None:
-    """stomp.py 9 misses end-of-file on TLS sockets (it spins until a heart-beat times out, forever with
-    heart-beats off); jmslike's reader sees it and reports the loss."""
+def _tls_peer(tmp_path: Any) -> tuple[Any, Any, socket.socket, int]:
+    """A certificate for localhost, the peer's server TLS context, and a listening loopback socket and port."""
     pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
     import ssl
 
@@ -429,15 +428,28 @@ def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -
     server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
     listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
+    return material, server_context, listener, listener.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _tls_connected(listener: socket.socket, server_context: Any) -> Iterator[Any]:
+    """Accept one TLS client, read its CONNECT, answer CONNECTED; the TLS socket is closed on leaving."""
+    conn, _ = listener.accept()
+    with server_context.wrap_socket(conn, server_side=True) as tls:
+        received = b""
+        while b"\x00" not in received:
+            received += tls.recv(4096)
+        tls.sendall(CONNECTED)
+        yield tls
+
+
+def test_tls_peer_closing_is_noticed_at_once_without_heartbeats(tmp_path: Any) -> None:
+    """stomp.py 9 misses end-of-file on TLS sockets (it spins until a heart-beat times out, forever with
+    heart-beats off); jmslike's reader sees it and reports the loss."""
+    material, server_context, listener, port = _tls_peer(tmp_path)
 
     def serve() -> None:
-        conn, _ = listener.accept()
-        with server_context.wrap_socket(conn, server_side=True) as tls:
-            received = b""
-            while b"\x00" not in received:
-                received += tls.recv(4096)
-            tls.sendall(CONNECTED)
+        with _tls_connected(listener, server_context):
             listening.wait(DEADLINE_S)  # the client has its ExceptionListener: now go away
 
     listening = threading.Event()
@@ -464,29 +476,14 @@ def test_a_tls_connection_dropped_mid_stream_reads_no_ciphertext(
     would) while records are still queued. The reader must stop, not read the queued TLS records as plain
     bytes: that happened while the socket was shut down through ``SSLSocket.shutdown`` (which unwraps first),
     3 times in 6, reported as "frame headers are not valid UTF-8" and once as a corrupted message."""
-    pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
-    import ssl
-
-    from jmslike.conformance.brokers.tls import generate
-
-    material = generate(tmp_path, names=("localhost",))
-    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
+    material, server_context, listener, port = _tls_peer(tmp_path)
     body = b"y" * 2000
     message = b"MESSAGE\nsubscription:1\nmessage-id:m\ndestination:/queue/x\n\n" + body + b"\x00"
 
     def serve() -> None:
-        conn, _ = listener.accept()
-        with server_context.wrap_socket(conn, server_side=True) as tls:
-            received = b""
-            while b"\x00" not in received:
-                received += tls.recv(4096)
-            tls.sendall(CONNECTED)
-            with contextlib.suppress(OSError):
-                while True:
-                    tls.sendall(message * 20)
+        with _tls_connected(listener, server_context) as tls, contextlib.suppress(OSError):
+            while True:
+                tls.sendall(message * 20)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
