@@ -1,0 +1,283 @@
+"""The asyncio driver of the sans-IO STOMP core: one connection's stream, reader task and heart-beats.
+
+The second driver of :mod:`~jmslike.adapters.stomp_core` (issue #20), beside the threaded
+:mod:`~jmslike.adapters.stomp_socket`, and the base an asyncio wire and ``jmslike.aio`` stand on. It keeps
+the threaded driver's rules, the asyncio way:
+
+- no threads: a reader task and, when heart-beats are negotiated, a heart-beat task on the caller's loop;
+- a frame is encoded and handed to the transport with no ``await`` in between, so frames from concurrent
+  coroutines never interleave; :meth:`AsyncStompConnection.send` then waits for the transport's buffer to
+  drain, with a deadline for the frame (``write_timeout_s``): a broker that stops reading makes it fail
+  (:class:`~jmslike.adapters.stomp_socket.WriteStalled`) and the connection is dropped;
+- ``on_event`` gets every protocol event on the loop, in order; it must not block (it is a plain function);
+- the connection ends once, and ``on_closed(reason, unanswered)`` says so: ``reason`` is why jmslike dropped
+  it (a protocol violation, a silent broker, a stalled write), None when jmslike did not decide it.
+
+The socket errors, their exceptions and the kernel's limits on the socket are the threaded driver's (one home
+for each rule): :func:`~jmslike.adapters.stomp_socket.bound_socket_in_time` and its exception classes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from jmslike.adapters.stomp_core import (
+    SILENCE_TOLERANCE,
+    Connected,
+    Event,
+    ProtocolViolation,
+    Receipt,
+    StompProtocol,
+    Version,
+)
+from jmslike.adapters.stomp_socket import (
+    SocketClosed,
+    SocketConnectError,
+    TLSConnectError,
+    WriteStalled,
+    bound_socket_in_time,
+)
+from jmslike.contract import Frame
+
+log = logging.getLogger(__name__)
+
+_READ_BYTES: Final = 64 * 1024
+
+
+class AsyncStompConnection:
+    """One STOMP connection on an asyncio loop: ``await connect()``, then ``await send()`` from any coroutine
+    of that loop. Single use: a new connection for every attempt."""
+
+    def __init__(
+        self,
+        host: tuple[str, int],
+        *,
+        version: Version,
+        heartbeat_ms: int,
+        max_frame_bytes: int,
+        max_header_bytes: int,
+        context: ssl.SSLContext | None,
+        connect_timeout_s: float,
+        write_timeout_s: float,
+        receipt_prefix: str,
+        on_event: Callable[[Event], None],
+        on_closed: Callable[[str | None, list[Receipt]], None],
+    ) -> None:
+        self._host = host
+        self._context = context
+        self._connect_timeout_s = connect_timeout_s
+        self._write_timeout_s = write_timeout_s
+        self._on_event = on_event
+        self._on_closed = on_closed
+        self._protocol = StompProtocol(
+            version=version,
+            heartbeat_ms=(heartbeat_ms, heartbeat_ms),
+            max_frame_bytes=max_frame_bytes,
+            max_header_bytes=max_header_bytes,
+            receipt_prefix=receipt_prefix,
+        )
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._ended = False
+        #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
+        self.tls_error: str | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    async def connect(self, vhost: str, headers: Mapping[str, str]) -> None:
+        """Open the stream, write CONNECT and start reading; the answer arrives as an event (Connected or
+        ConnectRefused) or as ``on_closed``. Raises ValueError (a header STOMP cannot carry: nothing is opened),
+        SocketConnectError, TLSConnectError, WriteStalled."""
+        loop = asyncio.get_running_loop()
+        data = self._protocol.connect(vhost, headers, loop.time())
+        host, port = self._host
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(
+                    host, port, ssl=self._context, server_hostname=host if self._context is not None else None
+                ),
+                self._connect_timeout_s,
+            )
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            raise TLSConnectError(exc) from exc
+        except TimeoutError as exc:
+            if self._context is not None:
+                raise TLSConnectError(
+                    TimeoutError(
+                        f"no TCP or TLS handshake answer within {self._connect_timeout_s:.1f}s (is this a TLS port?)"
+                    )
+                ) from exc
+            raise SocketConnectError(exc) from exc
+        except OSError as exc:
+            raise SocketConnectError(exc) from exc
+        self._reader, self._writer = reader, writer
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                bound_socket_in_time(sock, self._write_timeout_s)
+        log.debug("CONNECT to %s:%s, virtual host %r (login and passcode not shown)", host, port, vhost)
+        writer.write(data)
+        try:
+            await self._drain(self._connect_timeout_s)
+        except (SocketClosed, WriteStalled):
+            self.abort()
+            raise
+        self._read_task = asyncio.create_task(self._read_loop(), name=f"jmslike-stomp-{host}:{port}")
+
+    async def disconnect(self, timeout_s: float) -> None:
+        """DISCONNECT with a receipt (everything before it has reached the broker once it answers), wait for
+        that answer up to ``timeout_s``, then close."""
+        writer = self._writer
+        if writer is None or self._ended or self._protocol.state != "connected":
+            self.abort()
+            return
+        loop = asyncio.get_running_loop()
+        writer.write(self._protocol.disconnect(loop.time()))
+        task = self._read_task
+        try:
+            await self._drain(timeout_s)
+            if task is not None:
+                await asyncio.wait_for(asyncio.shield(task), timeout_s)
+        except (SocketClosed, WriteStalled, TimeoutError):
+            pass
+        self.abort()
+
+    def abort(self, reason: str | None = None) -> None:
+        """End the connection now, without DISCONNECT (``reason``: why jmslike drops it; None: no failure)."""
+        self._end(reason)
+        task = self._read_task
+        if task is not None and task is not asyncio.current_task() and not task.done():
+            task.cancel()
+
+    @property
+    def is_open(self) -> bool:
+        return not self._ended
+
+    # -- writing -------------------------------------------------------------------------------------------
+
+    async def send(
+        self, frame: Frame, *, receipt: bool, on_sent: Callable[[Receipt], None] | None = None
+    ) -> None:
+        """Write ``frame`` (with a receipt when asked: ``on_sent`` gets it before the bytes are handed to the
+        transport), then wait until the transport has taken it. Raises SocketClosed, or WriteStalled after the
+        write deadline (the connection is then dropped)."""
+        writer = self._writer
+        if writer is None or self._ended or self._protocol.state != "connected":
+            raise SocketClosed()
+        data, pending = self._protocol.send(frame, asyncio.get_running_loop().time(), receipt=receipt)
+        if pending is not None and on_sent is not None:
+            on_sent(pending)
+        writer.write(data)  # no await since encoding: frames never interleave
+        await self._drain(self._write_timeout_s)
+
+    async def _drain(self, timeout_s: float) -> None:
+        writer = self._writer
+        if writer is None:
+            raise SocketClosed()
+        try:
+            await asyncio.wait_for(writer.drain(), timeout_s)
+        except TimeoutError as exc:
+            self.abort(
+                f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
+            )
+            raise WriteStalled(f"the broker took no data for {timeout_s:.1f}s") from exc
+        except (ConnectionError, OSError) as exc:
+            raise SocketClosed(str(exc)) from exc
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    async def _read_loop(self) -> None:
+        reason: str | None = None
+        try:
+            reason = await self._read_until_end()
+        except asyncio.CancelledError:
+            pass  # aborted: _end has run or runs below
+        finally:
+            self._end(reason)
+
+    async def _read_until_end(self) -> str | None:
+        reader = self._reader
+        assert reader is not None
+        protocol = self._protocol
+        loop = asyncio.get_running_loop()
+        while not self._ended:
+            try:
+                data = await reader.read(_READ_BYTES)
+            except ssl.SSLError as exc:
+                if not self._ended:
+                    self.tls_error = str(exc)
+                return None
+            except (ConnectionError, OSError):
+                return None  # reset: the broker's or the network's doing
+            if self._ended:
+                return None
+            events = protocol.receive_data(data, loop.time())
+            for event in events:
+                if isinstance(event, ProtocolViolation):
+                    self._dispatch(events, upto=event)
+                    return event.reason
+            self._dispatch(events)
+            negotiated = protocol.send_every_s or protocol.expect_every_s
+            if negotiated and self._heartbeat_task is None and any(isinstance(e, Connected) for e in events):
+                self._heartbeat_task = asyncio.create_task(self._heartbeat_loop())
+            if not data or protocol.state == "closed":
+                return (
+                    None  # closed by the broker, DISCONNECT answered, or CONNECT refused (the event says so)
+                )
+        return None
+
+    def _dispatch(self, events: list[Event], upto: Event | None = None) -> None:
+        for event in events:
+            if event is upto:
+                return
+            self._on_event(event)
+
+    # -- heart-beats ---------------------------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        """Write a heart-beat when one is due, end the connection when the broker has gone silent."""
+        protocol = self._protocol
+        loop = asyncio.get_running_loop()
+        while not self._ended:
+            now = loop.time()
+            if protocol.peer_silent(now):
+                self.abort(
+                    f"the broker sent nothing for {protocol.expect_every_s * SILENCE_TOLERANCE:.1f}s "
+                    "(heart-beat timeout)"
+                )
+                return
+            writer = self._writer
+            beat = protocol.heartbeat_due(now)
+            if beat and writer is not None:
+                writer.write(beat)  # a full buffer is data in flight: the write deadline of that data decides
+            deadline = protocol.next_deadline(loop.time())
+            if deadline is None:
+                return
+            await asyncio.sleep(max(0.01, deadline - loop.time()))
+
+    # -- the end -------------------------------------------------------------------------------------------
+
+    def _end(self, reason: str | None) -> None:
+        """The connection is over: say so once, with the frames that got no answer."""
+        if self._ended:
+            return
+        self._ended = True
+        task = self._heartbeat_task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+        writer = self._writer
+        if writer is not None:
+            writer.transport.abort()  # the loop closes the socket; nothing else reads it
+        unanswered = self._protocol.connection_lost()
+        if reason is not None:
+            log.warning("dropping the connection to %s:%s: %s", self._host[0], self._host[1], reason)
+        else:
+            log.debug("connection to %s:%s ended", self._host[0], self._host[1])
+        self._on_closed(reason, unanswered)

@@ -1,0 +1,211 @@
+"""The asyncio driver of the STOMP core (adapters/stomp_async.py) against the real brokers, and against
+scripted peers for what no broker does on purpose (silence, a refused CONNECT answered by a close).
+
+The frames are each adapter's own (destination names, SUBSCRIBE headers, CONNECT headers), so what is
+tested is the driver: CONNECT, receipts, a MESSAGE, DISCONNECT, and every receipt answered exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from jmslike.adapters.stomp_async import AsyncStompConnection
+from jmslike.adapters.stomp_core import (
+    Connected,
+    ConnectRefused,
+    Event,
+    MessageReceived,
+    Receipt,
+    ReceiptReceived,
+)
+from jmslike.adapters.stomp_socket import SocketClosed
+from jmslike.config import parse_url
+from jmslike.conformance.brokers import BrokerHandle
+from jmslike.contract import Frame, SubscriptionSpec
+from jmslike.destinations import Queue
+from jmslike.registry import load_adapter
+
+DEADLINE_S = 20.0
+
+
+class Recorder:
+    """Collects the driver's events on the loop and lets a coroutine wait for the next one of a kind."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.closed: list[tuple[str | None, list[Receipt]]] = []
+        self._changed = asyncio.Event()
+
+    def on_event(self, event: Event) -> None:
+        self.events.append(event)
+        self._changed.set()
+
+    def on_closed(self, reason: str | None, unanswered: list[Receipt]) -> None:
+        self.closed.append((reason, unanswered))
+        self._changed.set()
+
+    async def until(self, done: Callable[[], bool], what: str) -> None:
+        """Wait (on the loop, woken by each event) until ``done()``; fail if the connection closes first."""
+        async with asyncio.timeout(DEADLINE_S):
+            while not done():
+                if self.closed:
+                    raise AssertionError(f"closed ({self.closed[0][0]}) before {what}")
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def first(self, kind: type[Event]) -> Event:
+        await self.until(lambda: any(isinstance(e, kind) for e in self.events), f"a {kind.__name__}")
+        return next(e for e in self.events if isinstance(e, kind))
+
+    async def until_closed(self) -> tuple[str | None, list[Receipt]]:
+        async with asyncio.timeout(DEADLINE_S):
+            while not self.closed:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.closed[0]
+
+    def answered(self) -> list[str]:
+        return [e.receipt.receipt_id for e in self.events if isinstance(e, ReceiptReceived)]
+
+
+def _connection(
+    host: tuple[str, int], recorder: Recorder, version: str = "1.2", heartbeat_ms: int = 0
+) -> AsyncStompConnection:
+    return AsyncStompConnection(
+        host,
+        version="1.1" if version == "1.1" else "1.2",
+        heartbeat_ms=heartbeat_ms,
+        max_frame_bytes=1024 * 1024,
+        max_header_bytes=64 * 1024,
+        context=None,
+        connect_timeout_s=10.0,
+        write_timeout_s=10.0,
+        receipt_prefix="a-",
+        on_event=recorder.on_event,
+        on_closed=recorder.on_closed,
+    )
+
+
+def test_connect_subscribe_send_receive_and_disconnect(broker: BrokerHandle) -> None:
+    """One queue, one message, every frame through the asyncio driver; the broker's receipts answer each
+    frame exactly once, and DISCONNECT's receipt ends the connection cleanly (no reason, nothing unanswered)."""
+    config = parse_url(broker.url)
+    adapter = load_adapter(config.scheme)
+    queue = Queue(f"async-driver-{uuid.uuid4().hex[:8]}")
+    body = "över the asyncio driver".encode()
+
+    async def scenario() -> None:
+        recorder = Recorder()
+        connection = _connection(config.hosts[0], recorder, adapter.stomp_version)
+        vhost = config.vhost or adapter.default_vhost or broker.host
+        await connection.connect(
+            vhost,
+            {**adapter.connect_headers(config, None), "login": broker.user, "passcode": broker.password},
+        )
+        connected = await recorder.first(Connected)
+        assert isinstance(connected, Connected)
+        sent: list[Receipt] = []
+        spec = SubscriptionSpec(sub_id="1", destination=queue)
+        await connection.send(
+            Frame("SUBSCRIBE", adapter.subscribe_headers(spec)), receipt=True, on_sent=sent.append
+        )
+        send = Frame("SEND", {"destination": adapter.destination_name(queue)}, body)
+        await connection.send(send, receipt=True, on_sent=sent.append)
+        message = await recorder.first(MessageReceived)
+        assert isinstance(message, MessageReceived) and message.frame.body == body
+        ack = adapter.ack_frame(adapter.decode_message(message.frame), None)
+        await connection.send(ack, receipt=True, on_sent=sent.append)
+        await recorder.until(lambda: len(recorder.answered()) >= len(sent), "every receipt")
+        assert sorted(recorder.answered()) == sorted(r.receipt_id for r in sent)
+        await connection.disconnect(DEADLINE_S)
+        assert await recorder.until_closed() == (None, [])
+        with pytest.raises(SocketClosed):
+            await connection.send(send, receipt=False)
+
+    asyncio.run(scenario())
+
+
+# -- scripted peers -----------------------------------------------------------------------------------------
+
+
+class Peer:
+    """Accepts one connection on loopback, reads CONNECT, then answers ``reply`` (and keeps the socket open
+    until ``release`` is set, or closes it when ``close`` is True)."""
+
+    def __init__(self, reply: bytes, close: bool = False) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.release = threading.Event()
+        self.received = b""
+        self._reply, self._close = reply, close
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.listener.settimeout(DEADLINE_S)
+        conn, _ = self.listener.accept()
+        with conn:
+            while b"\x00" not in self.received:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                self.received += chunk
+            conn.sendall(self._reply)
+            if not self._close:
+                self.release.wait(DEADLINE_S)
+
+    def stop(self) -> None:
+        self.release.set()
+        self.listener.close()
+        self.thread.join(DEADLINE_S)
+
+
+@pytest.fixture
+def peers() -> Iterator[list[Peer]]:
+    made: list[Peer] = []
+    yield made
+    for peer in made:
+        peer.stop()
+
+
+def test_refused_connect_is_an_event_and_a_silent_close_too(peers: list[Peer]) -> None:
+    """An ERROR answering CONNECT is a ConnectRefused with the broker's words; a close without one is a silent
+    ConnectRefused. The passcode is never logged (nothing here logs frames)."""
+    refusing = Peer(b"ERROR\nmessage:bad login\n\n\x00", close=True)
+    silent = Peer(b"", close=True)
+    peers += [refusing, silent]
+
+    async def attempt(peer: Peer) -> ConnectRefused:
+        recorder = Recorder()
+        connection = _connection(("127.0.0.1", peer.port), recorder)
+        await connection.connect("localhost", {"login": "u", "passcode": "p"})
+        refused = await recorder.first(ConnectRefused)
+        assert isinstance(refused, ConnectRefused)
+        await recorder.until_closed()
+        return refused
+
+    assert asyncio.run(attempt(refusing)) == ConnectRefused("bad login", silent=False)
+    assert asyncio.run(attempt(silent)).silent
+
+
+def test_a_silent_broker_is_dropped_after_its_heartbeat_period(peers: list[Peer]) -> None:
+    """``heart-beat:200,0`` promises something every 200 ms; the peer then says nothing. The driver drops the
+    connection with the reason, and the client wrote heart-beats while it waited, when asked to."""
+    peer = Peer(b"CONNECTED\nversion:1.2\nheart-beat:200,200\n\n\x00")
+    peers.append(peer)
+
+    async def scenario() -> tuple[str | None, list[Receipt]]:
+        recorder = Recorder()
+        connection = _connection(("127.0.0.1", peer.port), recorder, heartbeat_ms=200)
+        await connection.connect("localhost", {})
+        await recorder.first(Connected)
+        return await recorder.until_closed()
+
+    reason, unanswered = asyncio.run(scenario())
+    assert reason is not None and "heart-beat" in reason and unanswered == []
