@@ -548,7 +548,3 @@ class StompSocket:
         finally:
             if locked:
                 self._write_lock.release()
-
-    @property
-    def is_open(self) -> bool:
-        return not self._ended
