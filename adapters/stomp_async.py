@@ -32,15 +32,15 @@ from jmslike.adapters.stomp_core import (
     Event,
     ProtocolViolation,
     Receipt,
-    StompProtocol,
-    Version,
 )
 from jmslike.adapters.stomp_socket import (
+    DriverSettings,
     SocketClosed,
     SocketConnectError,
     TLSConnectError,
     WriteStalled,
     bound_socket_in_time,
+    log_end,
 )
 from jmslike.contract import Frame
 
@@ -55,32 +55,18 @@ class AsyncStompConnection:
 
     def __init__(
         self,
-        host: tuple[str, int],
+        settings: DriverSettings,
         *,
-        version: Version,
-        heartbeat_ms: int,
-        max_frame_bytes: int,
-        max_header_bytes: int,
-        context: ssl.SSLContext | None,
-        connect_timeout_s: float,
-        write_timeout_s: float,
-        receipt_prefix: str,
         on_event: Callable[[Event], None],
         on_closed: Callable[[str | None, list[Receipt]], None],
     ) -> None:
-        self._host = host
-        self._context = context
-        self._connect_timeout_s = connect_timeout_s
-        self._write_timeout_s = write_timeout_s
+        self._host = settings.host
+        self._context = settings.context
+        self._connect_timeout_s = settings.connect_timeout_s
+        self._write_timeout_s = settings.write_timeout_s
         self._on_event = on_event
         self._on_closed = on_closed
-        self._protocol = StompProtocol(
-            version=version,
-            heartbeat_ms=(heartbeat_ms, heartbeat_ms),
-            max_frame_bytes=max_frame_bytes,
-            max_header_bytes=max_header_bytes,
-            receipt_prefix=receipt_prefix,
-        )
+        self._protocol = settings.new_protocol()
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
@@ -276,8 +262,5 @@ class AsyncStompConnection:
         if writer is not None:
             writer.transport.abort()  # the loop closes the socket; nothing else reads it
         unanswered = self._protocol.connection_lost()
-        if reason is not None:
-            log.warning("dropping the connection to %s:%s: %s", self._host[0], self._host[1], reason)
-        else:
-            log.debug("connection to %s:%s ended", self._host[0], self._host[1])
+        log_end(self._host, reason)
         self._on_closed(reason, unanswered)

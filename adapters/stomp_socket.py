@@ -38,6 +38,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from jmslike.adapters.stomp_core import (
@@ -181,6 +182,57 @@ def _wait_until(sock: socket.socket, events: int, timeout_s: float | None) -> bo
     return True
 
 
+@dataclass(frozen=True)
+class DriverSettings:
+    """One connection's settings, for either driver of the core (this module's :class:`StompSocket`, or
+    :class:`~jmslike.adapters.stomp_async.AsyncStompConnection`): where, which STOMP, which limits, how long."""
+
+    host: tuple[str, int]
+    version: Version
+    heartbeat_ms: int
+    max_frame_bytes: int
+    max_header_bytes: int
+    context: ssl.SSLContext | None
+    connect_timeout_s: float
+    write_timeout_s: float
+    receipt_prefix: str
+
+    @classmethod
+    def from_config(
+        cls, config: ConnectionConfig, host: tuple[str, int], version: Version, receipt_prefix: str
+    ) -> DriverSettings:
+        """A URL's settings for ``host``: heart-beat, frame limits, TLS, and its timeouts (the write deadline is
+        ``receipt_timeout_ms``)."""
+        return cls(
+            host=host,
+            version=version,
+            heartbeat_ms=config.heartbeat_ms,
+            max_frame_bytes=config.max_frame_bytes,
+            max_header_bytes=config.max_header_bytes,
+            context=tls_context(config) if config.ssl else None,
+            connect_timeout_s=config.connect_timeout_ms / 1000,
+            write_timeout_s=config.receipt_timeout_ms / 1000,
+            receipt_prefix=receipt_prefix,
+        )
+
+    def new_protocol(self) -> StompProtocol:
+        return StompProtocol(
+            version=self.version,
+            heartbeat_ms=(self.heartbeat_ms, self.heartbeat_ms),
+            max_frame_bytes=self.max_frame_bytes,
+            max_header_bytes=self.max_header_bytes,
+            receipt_prefix=self.receipt_prefix,
+        )
+
+
+def log_end(host: tuple[str, int], reason: str | None) -> None:
+    """How either driver logs the end of a connection: a warning when jmslike dropped it, else debug."""
+    if reason is not None:
+        log.warning("dropping the connection to %s:%s: %s", host[0], host[1], reason)
+    else:
+        log.debug("connection to %s:%s ended", host[0], host[1])
+
+
 class StompSocket:
     """One STOMP connection: :meth:`connect`, then :meth:`send` from any thread; events arrive on the reader.
 
@@ -193,33 +245,19 @@ class StompSocket:
 
     def __init__(
         self,
-        host: tuple[str, int],
+        settings: DriverSettings,
         *,
-        version: Version,
-        heartbeat_ms: int,
-        max_frame_bytes: int,
-        max_header_bytes: int,
-        context: ssl.SSLContext | None,
-        connect_timeout_s: float,
-        write_timeout_s: float,
-        receipt_prefix: str,
         on_event: Callable[[Event], None],
         on_closed: Callable[[str | None, list[Receipt]], None],
         quick_ack: bool = False,
     ) -> None:
-        self._host = host
-        self._context = context
-        self._connect_timeout_s = connect_timeout_s
-        self._write_timeout_s = write_timeout_s
+        self._host = settings.host
+        self._context = settings.context
+        self._connect_timeout_s = settings.connect_timeout_s
+        self._write_timeout_s = settings.write_timeout_s
         self._on_event = on_event
         self._on_closed = on_closed
-        self._protocol = StompProtocol(
-            version=version,
-            heartbeat_ms=(heartbeat_ms, heartbeat_ms),
-            max_frame_bytes=max_frame_bytes,
-            max_header_bytes=max_header_bytes,
-            receipt_prefix=receipt_prefix,
-        )
+        self._protocol = settings.new_protocol()
         self._sock: socket.socket | None = None
         self._io_lock = threading.Lock()  # one socket call at a time; never held while waiting
         self._write_lock = threading.Lock()  # one frame at a time
@@ -510,10 +548,7 @@ class StompSocket:
         self._shutdown()
         with self._proto_lock:
             unanswered = self._protocol.connection_lost()
-        if reason is not None:
-            log.warning("dropping the connection to %s:%s: %s", self._host[0], self._host[1], reason)
-        else:
-            log.debug("connection to %s:%s ended", self._host[0], self._host[1])
+        log_end(self._host, reason)
         self._on_closed(reason, unanswered)
 
     def _shutdown(self) -> None:

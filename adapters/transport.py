@@ -41,12 +41,12 @@ from jmslike.adapters.stomp_core import (
     Version,
 )
 from jmslike.adapters.stomp_socket import (
+    DriverSettings,
     SocketClosed,
     SocketConnectError,
     StompSocket,
     TLSConnectError,
     WriteStalled,
-    tls_context,
 )
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Frame, SilentConnectRefusal, WireEvents
@@ -155,15 +155,7 @@ class StompWire:
         self._hold_until = 0.0
         self._hold_timer: threading.Timer | None = None
         self._socket = StompSocket(
-            host,
-            version=stomp_version,
-            heartbeat_ms=config.heartbeat_ms,
-            max_frame_bytes=config.max_frame_bytes,
-            max_header_bytes=config.max_header_bytes,
-            context=tls_context(config) if config.ssl else None,
-            connect_timeout_s=config.connect_timeout_ms / 1000,
-            write_timeout_s=config.receipt_timeout_ms / 1000,
-            receipt_prefix=f"r{next(self._ids)}-",
+            DriverSettings.from_config(config, host, stomp_version, f"r{next(self._ids)}-"),
             on_event=self._on_event,
             on_closed=self.handle_disconnected,
             quick_ack=quick_ack,

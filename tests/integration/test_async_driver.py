@@ -24,7 +24,7 @@ from jmslike.adapters.stomp_core import (
     Receipt,
     ReceiptReceived,
 )
-from jmslike.adapters.stomp_socket import SocketClosed
+from jmslike.adapters.stomp_socket import DriverSettings, SocketClosed
 from jmslike.config import parse_url
 from jmslike.conformance.brokers import BrokerHandle
 from jmslike.contract import Frame, SubscriptionSpec
@@ -77,8 +77,8 @@ class Recorder:
 def _connection(
     host: tuple[str, int], recorder: Recorder, version: str = "1.2", heartbeat_ms: int = 0
 ) -> AsyncStompConnection:
-    return AsyncStompConnection(
-        host,
+    settings = DriverSettings(
+        host=host,
         version="1.1" if version == "1.1" else "1.2",
         heartbeat_ms=heartbeat_ms,
         max_frame_bytes=1024 * 1024,
@@ -87,9 +87,8 @@ def _connection(
         connect_timeout_s=10.0,
         write_timeout_s=10.0,
         receipt_prefix="a-",
-        on_event=recorder.on_event,
-        on_closed=recorder.on_closed,
     )
+    return AsyncStompConnection(settings, on_event=recorder.on_event, on_closed=recorder.on_closed)
 
 
 def test_connect_subscribe_send_receive_and_disconnect(broker: BrokerHandle) -> None:
