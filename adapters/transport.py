@@ -27,19 +27,9 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections.abc import Callable, Mapping
 
-from jmslike.adapters.stomp_core import (
-    Connected,
-    ConnectRefused,
-    ErrorReceived,
-    Event,
-    MessageReceived,
-    Receipt,
-    ReceiptReceived,
-    Version,
-)
+from jmslike.adapters.stomp_core import Version
 from jmslike.adapters.stomp_socket import (
     DriverSettings,
     SocketClosed,
@@ -48,21 +38,14 @@ from jmslike.adapters.stomp_socket import (
     TLSConnectError,
     WriteStalled,
 )
+from jmslike.adapters.wire_base import ErrorMapper, WireBase
 from jmslike.config import ConnectionConfig
-from jmslike.contract import Frame, SilentConnectRefusal, WireEvents
-from jmslike.exceptions import (
-    ConnectionLostException,
-    JMSException,
-    JMSSecurityException,
-    JMSTimeoutException,
-)
+from jmslike.contract import Frame, WireEvents
+from jmslike.exceptions import ConnectionLostException, JMSException, JMSTimeoutException
 
 log = logging.getLogger(__name__)
 
-ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
-
-#: How long receipts are held after an ERROR frame that answered no receipt (see StompWire.handle_receipt).
-_HOLD_AFTER_ERROR_S = 0.5
+__all__ = ["Done", "ErrorMapper", "StompWire"]
 
 
 class Done:
@@ -121,7 +104,7 @@ class _Pending:
             self.callback(error)
 
 
-class StompWire:
+class StompWire(WireBase[_Pending]):
     """One STOMP connection to one broker host. Not reconnecting: recovery lives a layer above."""
 
     _ids = itertools.count(1)
@@ -136,28 +119,13 @@ class StompWire:
         default_vhost: str | None = None,
         quick_ack: bool = False,
     ) -> None:
-        self._config = config
-        self._host = host
-        self._events = events
-        self._error_for = error_for
-        self._vhost = config.vhost or default_vhost or host[0]
-        self._pending: dict[str, _Pending] = {}
+        super().__init__(config, host, events, error_for, default_vhost)
         self._lock = threading.Lock()
         self._connected = threading.Event()
-        self._connect_error: str | None = None
-        self._closed_silently = False  # closed by the broker during CONNECT, no ERROR frame
-        self._connected_headers: dict[str, str] = {}
-        self._closing = False
-        self._lost = False
-        # An ERROR frame that answers no receipt; RabbitMQ sends those for refused frames, then closes.
-        self._unmatched_error: str | None = None
-        self._held: list[_Pending] = []
-        self._hold_until = 0.0
-        self._hold_timer: threading.Timer | None = None
         self._socket = StompSocket(
             DriverSettings.from_config(config, host, stomp_version, f"r{next(self._ids)}-"),
             on_event=self._on_event,
-            on_closed=self.handle_disconnected,
+            on_closed=self._ended,
             quick_ack=quick_ack,
         )
 
@@ -165,55 +133,23 @@ class StompWire:
 
     def open(self, headers: Mapping[str, str]) -> dict[str, str]:
         """Connect and wait for CONNECTED; return its headers. Errors are mapped, never hang."""
-        creds = self._config.credentials
-        where = f"{self._host[0]}:{self._host[1]}"
-        connect_headers = dict(headers)
-        if creds.user is not None:
-            connect_headers["login"] = creds.user
-        if creds.password is not None:
-            connect_headers["passcode"] = creds.password
         try:
-            self._socket.connect(self._vhost, connect_headers)
-        except ValueError as exc:  # a header value with a line break: STOMP cannot carry it, nothing was sent
-            raise JMSException(f"cannot connect to {where}: {exc}") from None
-        except TLSConnectError as exc:
-            raise JMSSecurityException(
-                f"TLS handshake with {where} failed: {exc.cause}; check ssl_ca_file (the CA that signed "
-                "the broker's certificate) and that the URL's host name is in that certificate"
-            ) from exc.cause
-        except SocketConnectError as exc:
-            raise ConnectionLostException(
-                f"cannot reach broker at {where} ({self._config.scheme}): {exc.cause}; "
-                "check that the broker runs and the port is its STOMP port"
-            ) from exc.cause
+            self._socket.connect(self._vhost, self._with_credentials(headers))
+        except ValueError as exc:
+            raise self._connect_failure(exc, None) from None
+        except (TLSConnectError, SocketConnectError) as exc:
+            raise self._connect_failure(exc, None) from exc.cause
         except (SocketClosed, WriteStalled) as exc:
             self._abandon()
-            if self._socket.tls_error is not None:
-                raise self._tls_session_error(where) from exc
-            raise ConnectionLostException(f"cannot reach broker at {where}: {exc}") from exc
-        deadline = self._config.connect_timeout_ms / 1000
-        if not self._connected.wait(deadline):
+            raise self._connect_failure(exc, self._socket.tls_error) from exc
+        if not self._connected.wait(self._config.connect_timeout_ms / 1000):
             self._abandon()
-            raise JMSTimeoutException(f"broker at {where} did not answer CONNECT within {deadline:.1f}s")
-        if self._socket.tls_error is not None and self._connected_headers == {}:
+            raise self._connect_timeout()
+        refusal = self._connect_outcome(self._socket.tls_error)
+        if refusal is not None:
             self._abandon()
-            raise self._tls_session_error(where)
-        if self._connect_error is not None:
-            self._abandon()
-            if self._closed_silently:
-                raise SilentConnectRefusal(
-                    f"broker at {where} closed the connection during CONNECT without saying why; check the "
-                    "credentials, the client ID and the broker's log"
-                )
-            error_class = self._error_for(self._connect_error, None)
-            raise error_class(f"broker at {where} refused the connection: {self._connect_error}")
+            raise refusal
         return self._connected_headers
-
-    def _tls_session_error(self, where: str) -> JMSSecurityException:
-        return JMSSecurityException(
-            f"TLS session with {where} failed during CONNECT: {self._socket.tls_error}; if the broker requires "
-            "a client certificate, give one signed by a CA it trusts (ssl_cert_file, ssl_key_file)"
-        )
 
     def _abandon(self) -> None:
         self._closing = True
@@ -237,49 +173,19 @@ class StompWire:
         """Drop the TCP connection without DISCONNECT (tests of recovery, failover)."""
         self._socket.abort()
 
-    @property
-    def host(self) -> tuple[str, int]:
-        """The broker host and port this wire is connected to."""
-        return self._host
-
-    @property
-    def is_open(self) -> bool:
-        return self._connected.is_set() and not self._lost and not self._closing
-
     # -- frames ---------------------------------------------------------------------------------------
 
-    def _prepare(self, frame: Frame) -> Frame:
-        """The frame as it goes out (a subclass may adjust how it is encoded)."""
-        return frame
-
-    def _write(self, frame: Frame, pending: _Pending | None, recorded: list[str] | None = None) -> None:
+    def _write(self, frame: Frame, pending: _Pending | None, recorded: list[str]) -> None:
         """Hand ``frame`` to the socket, recording ``pending`` under its receipt (and the receipt in
         ``recorded``) before any byte is written."""
-
-        def record(receipt: Receipt) -> None:
-            if pending is not None:
-                with self._lock:
-                    self._pending[receipt.receipt_id] = pending
-                if recorded is not None:
-                    recorded.append(receipt.receipt_id)
-
         try:
-            self._socket.send(self._prepare(frame), receipt=pending is not None, on_sent=record)
-        except WriteStalled as exc:
-            # Part of the frame may be on the wire, so the stream is unusable: drop it; every waiter hears why.
-            reason = (
-                f"could not write {frame.command} within {self._config.receipt_timeout_ms / 1000:.1f}s "
-                "(receipt_timeout_ms): the broker stopped reading or is unreachable"
+            self._socket.send(
+                self._prepare(frame), receipt=pending is not None, on_sent=self._recorder(pending, recorded)
             )
-            self._socket.abort(reason)
-            raise ConnectionLostException(f"jmslike dropped the connection: {reason}") from exc
-        except SocketClosed as exc:
-            self._socket.abort()  # the reader may not have noticed yet (TLS): it reports the loss
-            raise ConnectionLostException(f"connection lost while sending {frame.command}") from exc
-
-    def _check_usable(self, frame: Frame) -> None:
-        if self._lost or self._closing:
-            raise ConnectionLostException(f"cannot send {frame.command}: the connection is closed or lost")
+        except (WriteStalled, SocketClosed) as exc:
+            error, reason = self._write_failure(frame, exc)
+            self._socket.abort(reason)  # the reader may not have noticed yet (TLS): it reports the loss
+            raise error from exc
 
     def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
@@ -299,158 +205,28 @@ class StompWire:
         """Send with a receipt, return at once; ``callback`` runs on the reader thread when answered.
 
         Exactly one outcome: either this raises and ``callback`` never runs, or it returns and ``callback``
-        runs once. A write that fails because the connection just died races the end of the connection,
-        which fails every pending receipt (``_fail_all``): if that took this one first, its ``callback``
-        reports the loss and this returns normally (raising too would settle the send twice)."""
+        runs once (see WireBase._still_ours)."""
         self._check_usable(frame)
         pending = _Pending(frame, callback)
         recorded: list[str] = []
         try:
             self._write(frame, pending, recorded)
         except JMSException:
-            if not recorded:
-                raise  # never recorded: nothing else can answer it
-            with self._lock:
-                still_ours = self._pending.pop(recorded[0], None) is not None
-            if still_ours:
+            if self._still_ours(recorded):
                 raise
-            # The end of the connection took it first (_fail_all): its callback reports the loss.
         return pending
 
     def post(self, frame: Frame) -> None:
         """Send without a receipt."""
         self._check_usable(frame)
-        self._write(frame, None)
+        self._write(frame, None, [])
 
-    # -- called on the reader thread --------------------------------------------------------------------
+    # -- the driver's hooks -----------------------------------------------------------------------------
 
-    def _on_event(self, event: Event) -> None:
-        """One protocol event; MESSAGE first, it is the hot path."""
-        if isinstance(event, MessageReceived):
-            self._events.on_message(event.frame)
-        elif isinstance(event, ReceiptReceived):
-            self.handle_receipt(event.receipt.receipt_id)
-        elif isinstance(event, ErrorReceived):
-            self.handle_error(event)
-        elif isinstance(event, Connected):
-            self._connected_headers = dict(event.headers)
-            self._connected.set()
-        elif isinstance(event, ConnectRefused):
-            self._closed_silently = event.silent
-            self._connect_error = event.text
-            self._connected.set()
-        # UnknownReceipt: answered twice or never asked; nothing waits for it.
+    def _connect_answered_hook(self) -> None:
+        self._connected.set()
 
-    def handle_receipt(self, receipt: str) -> None:
-        with self._lock:
-            pending = self._pending.pop(receipt, None)
-            if pending is not None and self._unmatched_error is not None and not self._lost:
-                # RabbitMQ answers a refused SUBSCRIBE with an ERROR without receipt-id, then the
-                # receipt, then closes the connection: hold receipts briefly after such an ERROR, so
-                # the refused call gets the error instead of a success on a connection about to die.
-                self._held.append(pending)
-                return
-        if pending is not None:
-            pending.finish(None)
-
-    def _hold_receipts(self, error: str) -> None:
-        """Hold receipts for :data:`_HOLD_AFTER_ERROR_S` after the latest unmatched ERROR. One timer per wire,
-        re-armed from the deadline, however many ERROR frames arrive: a flood of them creates no threads."""
-        with self._lock:
-            self._unmatched_error = error
-            self._hold_until = time.monotonic() + _HOLD_AFTER_ERROR_S
-            if self._hold_timer is not None:
-                return
-            timer = self._hold_timer = threading.Timer(_HOLD_AFTER_ERROR_S, self._release_held)
+    def _call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
+        timer = threading.Timer(delay_s, callback)
         timer.daemon = True
         timer.start()
-
-    def _release_held(self) -> None:
-        """The connection survived the unmatched ERROR (ActiveMQ keeps it): the held receipts stand, and
-        a later loss of the connection is not blamed on that ERROR. A later ERROR moved the deadline: wait on."""
-        with self._lock:
-            remaining = self._hold_until - time.monotonic()
-            if remaining > 0 and not self._lost:
-                timer = self._hold_timer = threading.Timer(remaining, self._release_held)
-                timer.daemon = True
-                timer.start()
-                return
-            self._hold_timer = None
-            held, self._held = self._held, []
-            self._unmatched_error = None
-        for pending in held:
-            pending.finish(None)
-
-    def handle_error(self, event: ErrorReceived) -> None:
-        text = event.text
-        pending = None
-        if event.refused is not None:
-            with self._lock:
-                pending = self._pending.pop(event.refused.receipt_id, None)
-        if pending is None:
-            self._hold_receipts(text)
-        source = pending.frame if pending is not None else None
-        error_class = self._error_for(text, source)
-        what = f"{source.command} " if source is not None else ""
-        error = error_class(f"broker refused {what}frame: {text}")
-        if pending is not None:
-            pending.finish(error)
-        else:
-            self._events.on_error(error)
-
-    def handle_disconnected(self, reason: str | None, unanswered: list[Receipt]) -> None:
-        """The connection ended (once): ``reason`` is why jmslike dropped it, None when the broker closed it,
-        answered our DISCONNECT, or we aborted."""
-        if self._lost:
-            return
-        self._lost = True
-        if not self._connected.is_set():
-            if self._connect_error is None:
-                self._closed_silently = reason is None
-                self._connect_error = (
-                    "connection closed by the broker during CONNECT"
-                    if reason is None
-                    else f"jmslike dropped the connection during CONNECT: {reason}"
-                )
-            self._connected.set()
-        if reason is not None:
-            lost = ConnectionLostException(f"jmslike dropped the connection: {reason}")
-        else:
-            lost = ConnectionLostException(
-                "connection to the broker was closed"
-                if self._closing
-                else "connection to the broker was lost"
-            )
-        if self._unmatched_error is not None and not self._closing:
-            self._fail_culprit(self._unmatched_error)
-        self._fail_all(lost)
-        if not self._closing:
-            self._events.on_lost(lost)
-
-    def _fail_culprit(self, text: str) -> None:
-        """The broker sent an ERROR answering no receipt and closed the connection (RabbitMQ does this
-        for a refused SEND or SUBSCRIBE): it processes frames in order, so the refused frame is the
-        oldest one still waiting for its receipt. That call gets the broker's error; the others get
-        ConnectionLostException (their outcome is unknown)."""
-        with self._lock:
-            if self._held:
-                pending = self._held.pop(0)
-            elif self._pending:
-                pending = self._pending.pop(next(iter(self._pending)))
-            else:
-                return
-        error_class = self._error_for(text, pending.frame)
-        pending.finish(
-            error_class(f"broker refused {pending.frame.command} frame and closed the connection: {text}")
-        )
-
-    def _fail_all(self, error: JMSException) -> None:
-        with self._lock:
-            # Receipts held after an unmatched ERROR did arrive: those frames were processed.
-            held, self._held = self._held, []
-            pending = list(self._pending.values())
-            self._pending.clear()
-        for item in held:
-            item.finish(None)
-        for item in pending:
-            item.finish(error)

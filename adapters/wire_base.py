@@ -1,0 +1,300 @@
+"""What both STOMP wires do the same: turn the sans-IO core's events into JMS outcomes.
+
+A wire is one STOMP connection as the JMS layer sees it. The threaded wire
+(:mod:`~jmslike.adapters.transport`) and the asyncio wire (:mod:`~jmslike.adapters.async_wire`) differ only in
+how they wait (a lock per receipt or a future), how they schedule the receipt hold (a timer thread or the
+loop) and whether they need a lock. Everything else lives here once:
+
+- the CONNECT headers with the credentials, and what a failed or refused CONNECT raises (the message says what
+  to check; credentials never appear in it);
+- the protocol events: MESSAGE to the connection above, RECEIPT and ERROR to the call they answer
+  (:class:`~jmslike.adapters.receipts.ReceiptBook` holds the rules), CONNECTED or a refusal to ``open``;
+- the end of the connection: every waiting call answered once, the loss reported once (not when we closed).
+
+Subclasses call :meth:`_on_event` and :meth:`_ended` from their driver and implement the hooks at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from typing import Generic, Protocol, TypeVar
+
+from jmslike.adapters.receipts import HOLD_AFTER_ERROR_S, Ending, ReceiptBook
+from jmslike.adapters.stomp_core import (
+    Connected,
+    ConnectRefused,
+    ErrorReceived,
+    Event,
+    MessageReceived,
+    Receipt,
+    ReceiptReceived,
+)
+from jmslike.adapters.stomp_socket import SocketClosed, SocketConnectError, TLSConnectError, WriteStalled
+from jmslike.config import ConnectionConfig
+from jmslike.contract import Frame, SilentConnectRefusal, WireEvents
+from jmslike.exceptions import (
+    ConnectionLostException,
+    JMSException,
+    JMSSecurityException,
+    JMSTimeoutException,
+)
+
+ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
+
+
+class Answerable(Protocol):
+    """A call waiting for its receipt, as the wire answers it."""
+
+    frame: Frame
+
+    def finish(self, error: JMSException | None) -> None: ...
+
+
+P = TypeVar("P", bound=Answerable)
+
+
+class WireBase(Generic[P]):
+    """The driver-neutral half of a wire; see the module docstring."""
+
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        host: tuple[str, int],
+        events: WireEvents,
+        error_for: ErrorMapper,
+        default_vhost: str | None,
+    ) -> None:
+        self._config = config
+        self._host = host
+        self._where = f"{host[0]}:{host[1]}"
+        self._events = events
+        self._error_for = error_for
+        self._vhost = config.vhost or default_vhost or host[0]
+        # Guarded by _lock (a real lock in the threaded wire); answered outside it.
+        self._receipts: ReceiptBook[P] = ReceiptBook()
+        self._lock: contextlib.AbstractContextManager[object] = contextlib.nullcontext()
+        self._connect_answered = False
+        self._connect_error: str | None = None
+        self._closed_silently = False  # closed by the broker during CONNECT, no ERROR frame
+        self._connected_headers: dict[str, str] = {}
+        self._closing = False
+        self._lost = False
+
+    @property
+    def host(self) -> tuple[str, int]:
+        """The broker host and port this wire is connected to."""
+        return self._host
+
+    @property
+    def is_open(self) -> bool:
+        """Connected, and neither closed nor lost."""
+        return self._connect_answered and self._connect_error is None and not self._lost and not self._closing
+
+    # -- opening --------------------------------------------------------------------------------------------
+
+    def _with_credentials(self, headers: Mapping[str, str]) -> dict[str, str]:
+        creds = self._config.credentials
+        connect_headers = dict(headers)
+        if creds.user is not None:
+            connect_headers["login"] = creds.user
+        if creds.password is not None:
+            connect_headers["passcode"] = creds.password
+        return connect_headers
+
+    def _connect_failure(self, exc: Exception, tls_error: str | None) -> JMSException:
+        """What a CONNECT that could not be written raises (the caller has abandoned the socket)."""
+        where = self._where
+        if isinstance(
+            exc, ValueError
+        ):  # a header value with a line break: STOMP cannot carry it, nothing sent
+            return JMSException(f"cannot connect to {where}: {exc}")
+        if isinstance(exc, TLSConnectError):
+            return JMSSecurityException(
+                f"TLS handshake with {where} failed: {exc.cause}; check ssl_ca_file (the CA that signed "
+                "the broker's certificate) and that the URL's host name is in that certificate"
+            )
+        if isinstance(exc, SocketConnectError):
+            return ConnectionLostException(
+                f"cannot reach broker at {where} ({self._config.scheme}): {exc.cause}; "
+                "check that the broker runs and the port is its STOMP port"
+            )
+        if tls_error is not None:
+            return self._tls_session_error(tls_error)
+        return ConnectionLostException(f"cannot reach broker at {where}: {exc}")
+
+    def _connect_timeout(self) -> JMSTimeoutException:
+        return JMSTimeoutException(
+            f"broker at {self._where} did not answer CONNECT within {self._config.connect_timeout_ms / 1000:.1f}s"
+        )
+
+    def _connect_outcome(self, tls_error: str | None) -> JMSException | None:
+        """Once CONNECT was answered (or the connection ended): the refusal to raise, or None (connected)."""
+        if tls_error is not None and not self._connected_headers:
+            return self._tls_session_error(tls_error)
+        if self._connect_error is None:
+            return None
+        if self._closed_silently:
+            return SilentConnectRefusal(
+                f"broker at {self._where} closed the connection during CONNECT without saying why; check the "
+                "credentials, the client ID and the broker's log"
+            )
+        error_class = self._error_for(self._connect_error, None)
+        return error_class(f"broker at {self._where} refused the connection: {self._connect_error}")
+
+    def _tls_session_error(self, tls_error: str) -> JMSSecurityException:
+        return JMSSecurityException(
+            f"TLS session with {self._where} failed during CONNECT: {tls_error}; if the broker requires "
+            "a client certificate, give one signed by a CA it trusts (ssl_cert_file, ssl_key_file)"
+        )
+
+    # -- writing --------------------------------------------------------------------------------------------
+
+    def _prepare(self, frame: Frame) -> Frame:
+        """The frame as it goes out (a subclass may adjust how it is encoded)."""
+        return frame
+
+    def _check_usable(self, frame: Frame) -> None:
+        if self._lost or self._closing:
+            raise ConnectionLostException(f"cannot send {frame.command}: the connection is closed or lost")
+
+    def _recorder(self, pending: P | None, recorded: list[str]) -> Callable[[Receipt], None]:
+        """The driver's ``on_sent``: records ``pending`` under its receipt before any byte is written."""
+
+        def record(receipt: Receipt) -> None:
+            if pending is not None:
+                with self._lock:
+                    self._receipts.record(receipt.receipt_id, pending)
+                recorded.append(receipt.receipt_id)
+
+        return record
+
+    def _write_failure(self, frame: Frame, exc: Exception) -> tuple[ConnectionLostException, str | None]:
+        """What a failed write raises, and the reason to abort the socket with (None: the reader reports)."""
+        if isinstance(exc, WriteStalled):
+            # Part of the frame may be on the wire, so the stream is unusable: drop it; every waiter hears why.
+            reason = (
+                f"could not write {frame.command} within {self._config.receipt_timeout_ms / 1000:.1f}s "
+                "(receipt_timeout_ms): the broker stopped reading or is unreachable"
+            )
+            return ConnectionLostException(f"jmslike dropped the connection: {reason}"), reason
+        assert isinstance(exc, SocketClosed)
+        return ConnectionLostException(f"connection lost while sending {frame.command}"), None
+
+    def _still_ours(self, recorded: list[str]) -> bool:
+        """After a failed write: whether the call must raise. Exactly one outcome per call: if the end of the
+        connection already took it from the book, its answer (the loss) stands and raising would settle it twice."""
+        if not recorded:
+            return True  # never recorded: nothing else can answer it
+        with self._lock:
+            return self._receipts.withdraw(recorded[0]) is not None
+
+    # -- events (the driver's reader) -----------------------------------------------------------------------
+
+    def _on_event(self, event: Event) -> None:
+        """One protocol event; MESSAGE first, it is the hot path."""
+        if isinstance(event, MessageReceived):
+            self._events.on_message(event.frame)
+        elif isinstance(event, ReceiptReceived):
+            self._handle_receipt(event.receipt.receipt_id)
+        elif isinstance(event, ErrorReceived):
+            self._handle_error(event)
+        elif isinstance(event, Connected):
+            self._connected_headers = dict(event.headers)
+            self._answer_connect()
+        elif isinstance(event, ConnectRefused):
+            self._closed_silently = event.silent
+            self._connect_error = event.text
+            self._answer_connect()
+        # UnknownReceipt: answered twice or never asked; nothing waits for it.
+
+    def _answer_connect(self) -> None:
+        self._connect_answered = True
+        self._connect_answered_hook()
+
+    def _handle_receipt(self, receipt: str) -> None:
+        with self._lock:
+            pending = self._receipts.receipt(receipt)
+        if pending is not None:
+            pending.finish(None)
+
+    def _release_held(self) -> None:
+        """The hold after an unmatched ERROR is due: the held receipts stand, or a later ERROR moved the
+        deadline and the release is scheduled again."""
+        with self._lock:
+            held, remaining = self._receipts.release_due(time.monotonic())
+            if remaining is not None:
+                self._call_later(remaining, self._release_held)
+        for pending in held:
+            pending.finish(None)
+
+    def _handle_error(self, event: ErrorReceived) -> None:
+        text = event.text
+        with self._lock:
+            pending = self._receipts.refused(event.refused.receipt_id if event.refused is not None else None)
+            if pending is None and self._receipts.unmatched(text, time.monotonic()):
+                self._call_later(HOLD_AFTER_ERROR_S, self._release_held)
+        source = pending.frame if pending is not None else None
+        error_class = self._error_for(text, source)
+        what = f"{source.command} " if source is not None else ""
+        error = error_class(f"broker refused {what}frame: {text}")
+        if pending is not None:
+            pending.finish(error)
+        else:
+            self._events.on_error(error)
+
+    def _ended(self, reason: str | None, unanswered: list[Receipt]) -> None:
+        """The connection ended (once): ``reason`` is why jmslike dropped it, None when the broker closed it,
+        answered our DISCONNECT, or we aborted."""
+        if self._lost:
+            return
+        self._lost = True
+        if not self._connect_answered:
+            if self._connect_error is None:
+                self._closed_silently = reason is None
+                self._connect_error = (
+                    "connection closed by the broker during CONNECT"
+                    if reason is None
+                    else f"jmslike dropped the connection during CONNECT: {reason}"
+                )
+            self._answer_connect()
+        if reason is not None:
+            lost = ConnectionLostException(f"jmslike dropped the connection: {reason}")
+        else:
+            lost = ConnectionLostException(
+                "connection to the broker was closed"
+                if self._closing
+                else "connection to the broker was lost"
+            )
+        self._fail_all(lost)
+        if not self._closing:
+            self._events.on_lost(lost)
+
+    def _fail_all(self, error: JMSException) -> None:
+        """Answer everything still waiting: the frame an unmatched ERROR refused gets the broker's error (it is
+        the oldest waiting, see receipts.py), calls whose receipts arrived succeed, the rest get ``error``."""
+        with self._lock:
+            ending: Ending[P] = self._receipts.end(self._closing)
+        if ending.culprit is not None:
+            frame = ending.culprit.frame
+            error_class = self._error_for(ending.culprit_text, frame)
+            ending.culprit.finish(
+                error_class(
+                    f"broker refused {frame.command} frame and closed the connection: {ending.culprit_text}"
+                )
+            )
+        for item in ending.arrived:
+            item.finish(None)
+        for item in ending.unanswered:
+            item.finish(error)
+
+    # -- the driver's hooks ---------------------------------------------------------------------------------
+
+    def _connect_answered_hook(self) -> None:
+        """Wake whoever waits in ``open`` (CONNECTED, a refusal, or the end of the connection)."""
+        raise NotImplementedError
+
+    def _call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
+        """Run ``callback`` after ``delay_s`` (it takes the lock itself)."""
+        raise NotImplementedError

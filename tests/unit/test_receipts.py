@@ -1,0 +1,127 @@
+"""The receipt rules both wires share (adapters/receipts.py), without a socket."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jmslike.adapters.receipts import HOLD_AFTER_ERROR_S, ReceiptBook
+
+
+def test_a_receipt_answers_the_call_that_recorded_it_once() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "send-1")
+    book.record("r2", "send-2")
+    assert book.receipt("r2") == "send-2"
+    assert book.receipt("r2") is None  # answered twice: nothing waits
+    assert book.receipt("nobody-asked") is None
+    assert len(book) == 1
+
+
+def test_an_error_naming_a_receipt_fails_exactly_that_call() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "send-1")
+    book.record("r2", "send-2")
+    assert book.refused("r1") == "send-1"
+    assert book.refused(None) is None
+    assert book.end(closing=False).unanswered == ["send-2"]
+
+
+def test_a_write_that_failed_is_withdrawn_only_while_nothing_answered_it() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "send-1")
+    assert book.end(closing=False).unanswered == ["send-1"]
+    assert book.withdraw("r1") is None  # the end answered it: the writer must not raise as well
+    book2: ReceiptBook[str] = ReceiptBook()
+    book2.record("r1", "send-1")
+    assert book2.withdraw("r1") == "send-1"
+
+
+def test_after_an_unmatched_error_receipts_are_held_and_the_oldest_call_is_the_culprit_at_the_end() -> None:
+    # RabbitMQ: ERROR without receipt-id for a refused SUBSCRIBE, then that SUBSCRIBE's receipt, then close.
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "subscribe")
+    book.record("r2", "send")
+    assert book.unmatched("access refused", now=10.0) is True
+    assert book.receipt("r1") is None  # held, not a success on a connection about to die
+    ending = book.end(closing=False)
+    assert (ending.culprit, ending.culprit_text) == ("subscribe", "access refused")
+    assert ending.arrived == []
+    assert ending.unanswered == ["send"]
+
+
+def test_without_held_receipts_the_oldest_waiting_call_is_the_culprit() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "send-1")
+    book.record("r2", "send-2")
+    book.unmatched("refused", now=0.0)
+    ending = book.end(closing=False)
+    assert ending.culprit == "send-1"
+    assert ending.unanswered == ["send-2"]
+
+
+def test_a_connection_this_client_closed_blames_no_culprit() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "send-1")
+    book.record("r2", "send-2")
+    book.unmatched("refused", now=0.0)
+    assert book.receipt("r1") is None
+    ending = book.end(closing=True)
+    assert ending.culprit is None
+    assert ending.arrived == ["send-1"]  # its receipt came: the broker processed it
+    assert ending.unanswered == ["send-2"]
+
+
+def test_held_receipts_stand_when_the_connection_survives_the_hold() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "send-1")
+    assert book.unmatched("ActiveMQ keeps the connection", now=0.0) is True
+    assert book.receipt("r1") is None
+    assert book.release_due(HOLD_AFTER_ERROR_S - 0.1) == ([], HOLD_AFTER_ERROR_S - (HOLD_AFTER_ERROR_S - 0.1))
+    held, again = book.release_due(HOLD_AFTER_ERROR_S)
+    assert (held, again) == (["send-1"], None)
+    book.record("r2", "send-2")
+    assert book.receipt("r2") == "send-2"  # no longer holding
+    assert book.end(closing=False).culprit is None  # the earlier ERROR is not blamed on a later loss
+
+
+def test_a_flood_of_unmatched_errors_schedules_one_release_and_moves_its_deadline() -> None:
+    book: ReceiptBook[str] = ReceiptBook()
+    assert book.unmatched("e", now=0.0) is True
+    assert not any(book.unmatched("e", now=t / 100) for t in range(1, 1000))
+    held, remaining = book.release_due(HOLD_AFTER_ERROR_S)
+    assert held == [] and remaining is not None and abs(remaining - 9.99) < 1e-9
+    assert book.release_due(9.99 + HOLD_AFTER_ERROR_S) == ([], None)
+    assert book.unmatched("e", now=20.0) is True  # the next ERROR schedules again
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["receipt", "refused", "unmatched", "release", "withdraw"]), st.integers(0, 9)
+        ),
+        max_size=40,
+    ),
+    st.booleans(),
+)
+def test_every_recorded_call_is_answered_exactly_once(steps: list[tuple[str, int]], closing: bool) -> None:
+    book: ReceiptBook[int] = ReceiptBook()
+    for n in range(10):
+        book.record(f"r{n}", n)
+    answered: list[int] = []
+    now = 0.0
+    for action, n in steps:
+        now += 0.1
+        if action == "receipt":
+            answered += [c for c in [book.receipt(f"r{n}")] if c is not None]
+        elif action == "refused":
+            answered += [c for c in [book.refused(f"r{n}")] if c is not None]
+        elif action == "unmatched":
+            book.unmatched("e", now)
+        elif action == "release":
+            answered += book.release_due(now)[0]
+        else:
+            answered += [c for c in [book.withdraw(f"r{n}")] if c is not None]
+    ending = book.end(closing)
+    answered += ([ending.culprit] if ending.culprit is not None else []) + ending.arrived + ending.unanswered
+    assert sorted(answered) == list(range(10))
