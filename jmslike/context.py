@@ -32,7 +32,12 @@ from jmslike.exceptions import (
     runtime_exception,
 )
 from jmslike.messages import BytesMessage, MapMessage, Message, ObjectMessage, StreamMessage, TextMessage
-from jmslike.producer import check_delivery_delay, check_delivery_mode, check_priority, check_time_to_live
+from jmslike.producer_settings import (
+    check_delivery_delay,
+    check_delivery_mode,
+    check_priority,
+    check_time_to_live,
+)
 from jmslike.session_mode import check_session_mode
 
 if TYPE_CHECKING:

@@ -15,16 +15,11 @@ message's own delivery mode, priority and expiration are overwritten by the prod
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
-import time
-import uuid
 from typing import TYPE_CHECKING, Any, Protocol
 
-from jmslike import body_codec
-from jmslike.constants import DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, DeliveryMode
-from jmslike.contract import OutgoingMessage
+from jmslike.constants import DeliveryMode
 from jmslike.destinations import Destination
 from jmslike.domain_methods import ProducerDomainMethods
 from jmslike.exceptions import (
@@ -32,10 +27,9 @@ from jmslike.exceptions import (
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
-    MessageFormatException,
-    UnsupportedOperationException,
 )
 from jmslike.messages import Message
+from jmslike.producer_settings import ProducerSettings, outgoing_message
 
 if TYPE_CHECKING:
     from jmslike.session import Session
@@ -54,94 +48,18 @@ class CompletionListener(Protocol):
 _UNSET: Any = object()
 
 
-class MessageProducer(ProducerDomainMethods):
+class MessageProducer(ProducerSettings, ProducerDomainMethods):
     """``javax.jms.MessageProducer``; created by ``Session.createProducer(destination or None)``."""
 
     def __init__(self, session: Session, destination: Destination | None) -> None:
+        super().__init__(destination)
         self._session = session
-        self._destination = destination
-        self._delivery_mode = DeliveryMode.PERSISTENT
-        self._priority = DEFAULT_PRIORITY
-        self._time_to_live = DEFAULT_TIME_TO_LIVE
-        self._delivery_delay = 0
-        self._disable_id = False
-        self._disable_timestamp = False
         self._closed = False
         # The first error the broker answered to an unwaited NON_PERSISTENT send (set on the receiver
         # thread), raised by the next send or close; and how many such sends a lost connection took along.
         self._failed_send: JMSException | None = None
         self._lost_sends = 0
         self._async_lock = threading.Lock()
-        # JMSMessageID: "ID:" and 32 hex digits, unique without a uuid4 per send: 20 random digits per
-        # producer, then a 12-digit counter (spark_sink relies on the shape, docs/api.md on uniqueness).
-        self._id_prefix = "ID:" + uuid.uuid4().hex[:20]
-        self._id_counter = itertools.count()
-
-    # -- settings -------------------------------------------------------------------------------------
-
-    def setDeliveryMode(self, deliveryMode: int) -> None:
-        """Set the DeliveryMode of the messages this producer sends."""
-        self.check_open()
-        self._delivery_mode = check_delivery_mode(deliveryMode)
-
-    def getDeliveryMode(self) -> int:
-        """The DeliveryMode of the messages this producer sends."""
-        self.check_open()
-        return self._delivery_mode
-
-    def setPriority(self, priority: int) -> None:
-        """Set the Priority of the messages this producer sends."""
-        self.check_open()
-        self._priority = check_priority(priority)
-
-    def getPriority(self) -> int:
-        """The Priority of the messages this producer sends."""
-        self.check_open()
-        return self._priority
-
-    def setTimeToLive(self, timeToLive: int) -> None:
-        """Set the TimeToLive of the messages this producer sends."""
-        self.check_open()
-        self._time_to_live = check_time_to_live(timeToLive)
-
-    def getTimeToLive(self) -> int:
-        """The TimeToLive of the messages this producer sends."""
-        self.check_open()
-        return self._time_to_live
-
-    def setDeliveryDelay(self, deliveryDelay: int) -> None:
-        """JMS 2.0: messages are delivered no earlier than ``deliveryDelay`` ms after send. Where the broker
-        cannot hold them back, the first delayed send raises UnsupportedFeatureException."""
-        self.check_open()
-        self._delivery_delay = check_delivery_delay(deliveryDelay)
-
-    def getDeliveryDelay(self) -> int:
-        """The DeliveryDelay of the messages this producer sends."""
-        self.check_open()
-        return self._delivery_delay
-
-    def setDisableMessageID(self, value: bool) -> None:
-        """Set the DisableMessageID of the messages this producer sends."""
-        self.check_open()
-        self._disable_id = bool(value)
-
-    def getDisableMessageID(self) -> bool:
-        """The DisableMessageID of the messages this producer sends."""
-        return self._disable_id
-
-    def setDisableMessageTimestamp(self, value: bool) -> None:
-        """Set the DisableMessageTimestamp of the messages this producer sends."""
-        self.check_open()
-        self._disable_timestamp = bool(value)
-
-    def getDisableMessageTimestamp(self) -> bool:
-        """The DisableMessageTimestamp of the messages this producer sends."""
-        return self._disable_timestamp
-
-    def getDestination(self) -> Destination | None:
-        """The Destination of the messages this producer sends."""
-        self.check_open()
-        return self._destination
 
     def close(self) -> None:
         """Close the producer once the broker confirmed its session's asynchronous sends (bounded by the
@@ -214,34 +132,13 @@ class MessageProducer(ProducerDomainMethods):
         previous one; an empty body clears it (docs/retained.md). Such a send is synchronous."""
         self.check_open()
         self._raise_failed_send()
-        if args and isinstance(args[0], Destination):
-            if self._destination is not None:
-                raise UnsupportedOperationException(
-                    "this producer was created for a destination; call send(message, ...) or create the "
-                    "producer with createProducer(None) to name the destination per send"
-                )
-            destination, rest = args[0], args[1:]
-        else:
-            if self._destination is None:
-                raise UnsupportedOperationException(
-                    "this producer has no destination; call send(destination, message, ...)"
-                )
-            destination, rest = self._destination, args
-        if not rest or not isinstance(rest[0], Message):
-            raise MessageFormatException(f"send() needs a Message created by the session, got {rest[:1]!r}")
-        message = rest[0]
-        options = rest[1:]
-        if len(options) not in (0, 3):
-            raise JMSException("send(message, deliveryMode, priority, timeToLive): give all three or none")
-        mode, priority, ttl = (
-            options if options else (self._delivery_mode, self._priority, self._time_to_live)
-        )
+        destination, message, mode, priority, ttl = self.resolve_send(args)
         self._send(
             destination,
             message,
-            check_delivery_mode(mode),
-            check_priority(priority),
-            check_time_to_live(ttl),
+            mode,
+            priority,
+            ttl,
             completionListener,
             retain,
         )
@@ -266,31 +163,18 @@ class MessageProducer(ProducerDomainMethods):
             if retain:
                 raise JMSException("a retained publication cannot be delayed; setDeliveryDelay(0) first")
             connection.delay_check.ensure(connection)
-        now = int(time.time() * 1000)
-        message_id = None if self._disable_id else f"{self._id_prefix}{next(self._id_counter):012x}"
-        timestamp = 0 if self._disable_timestamp else now
-        expiration = now + ttl if ttl else 0  # from the send, delay or not (JMS 2.0 §3.4.9; Qpid JMS too)
-        message.stamp_for_send(destination, mode, priority, expiration, timestamp, message_id, now + delay)
-        type_tag, body, extra = body_codec.encode_body(message)
-        headers = body_codec.encode_properties(message, connection.adapter.reserved_headers)
-        headers.update(extra)
-        outgoing = OutgoingMessage(
-            destination=destination,
-            message_id=message_id,
-            timestamp=timestamp,
-            delivery_mode=mode,
-            priority=priority,
-            expiration=expiration,
-            time_to_live=ttl,
-            correlation_id=message.getJMSCorrelationID(),
-            reply_to=message.getJMSReplyTo(),
-            jms_type=message.getJMSType(),
-            type_tag=type_tag,
-            body=body,
-            property_headers=headers,
+        message_id = self.next_message_id()
+        outgoing = outgoing_message(
+            message,
+            destination,
+            mode,
+            priority,
+            ttl,
+            delay,
+            message_id,
+            stamp_time=not self._disable_timestamp,
+            reserved=connection.adapter.reserved_headers,
             origin=connection.connection_id,
-            delivery_delay=delay,
-            delivery_time=now + delay,
         )
         if retain:
             from jmslike import retained
@@ -347,29 +231,3 @@ class MessageProducer(ProducerDomainMethods):
         except JMSException:
             session.release_send_slot(size)
             raise
-
-
-def check_delivery_mode(mode: Any) -> int:
-    if mode not in (DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT) or isinstance(mode, bool):
-        raise JMSException(
-            f"delivery mode must be DeliveryMode.PERSISTENT (2) or DeliveryMode.NON_PERSISTENT (1), got {mode!r}"
-        )
-    return int(mode)
-
-
-def check_priority(priority: Any) -> int:
-    if not isinstance(priority, int) or isinstance(priority, bool) or not 0 <= priority <= 9:
-        raise JMSException(f"priority must be an integer 0-9, got {priority!r}")
-    return priority
-
-
-def check_delivery_delay(delay: Any) -> int:
-    if not isinstance(delay, int) or isinstance(delay, bool) or delay < 0:
-        raise JMSException(f"delivery delay must be an integer number of milliseconds >= 0, got {delay!r}")
-    return delay
-
-
-def check_time_to_live(ttl: Any) -> int:
-    if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl < 0:
-        raise JMSException(f"time to live must be an integer number of milliseconds >= 0, got {ttl!r}")
-    return ttl

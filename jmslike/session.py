@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jmslike import selector as selectors
-from jmslike import topics
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import IncomingMessage, PendingReceipt, SubscriptionSpec
-from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic, check_name
+from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.domain_methods import SessionDomainMethods
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -43,15 +42,12 @@ from jmslike.exceptions import (
     TransactionRolledBackException,
     UnsupportedFeatureException,
 )
+from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import (
-    BytesMessage,
-    MapMessage,
     Message,
-    ObjectMessage,
-    StreamMessage,
-    TextMessage,
 )
 from jmslike.send_window import SendWindow
+from jmslike.serializers import SerializerRegistry
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -87,7 +83,7 @@ class Pending:
         return Pending(self.incoming, self.local_redeliveries + 1, self.epoch)
 
 
-class Session(SessionDomainMethods):
+class Session(MessageFactoryMethods, SessionDomainMethods):
     """``javax.jms.Session``. Not thread-safe for the application (as in JMS), safe against our threads."""
 
     AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
@@ -157,16 +153,6 @@ class Session(SessionDomainMethods):
 
     # -- destinations and messages --------------------------------------------------------------------
 
-    def createQueue(self, queueName: str) -> Queue:
-        """The Queue named ``queueName`` (no broker round trip; brokers create queues on first use)."""
-        self.check_open()
-        return Queue(check_name(queueName, "queue"))
-
-    def createTopic(self, topicName: str) -> Topic:
-        """A topic; hierarchical names may use the portable notation ``Sport/Soccer/#`` (jmslike.topics)."""
-        self.check_open()
-        return Topic(topics.canonical(check_name(topicName, "topic")))
-
     def createTemporaryQueue(self) -> TemporaryQueue:
         """A queue that lives as long as this connection; only this connection may consume from it."""
         self.check_open()
@@ -184,40 +170,9 @@ class Session(SessionDomainMethods):
         self._connection.adapter.create_temporary(self._connection.wire_for_use(), destination)
         return destination
 
-    def createMessage(self) -> Message:
-        """A Message without a body (headers and properties only)."""
-        self.check_open()
-        return Message()
-
-    def createTextMessage(self, text: str | None = None) -> TextMessage:
-        """A TextMessage holding ``text`` (or no text)."""
-        self.check_open()
-        message = TextMessage()
-        if text is not None:
-            message.setText(text)
-        return message
-
-    def createBytesMessage(self) -> BytesMessage:
-        """An empty BytesMessage."""
-        self.check_open()
-        return BytesMessage()
-
-    def createMapMessage(self) -> MapMessage:
-        """An empty MapMessage."""
-        self.check_open()
-        return MapMessage()
-
-    def createStreamMessage(self) -> StreamMessage:
-        """An empty StreamMessage."""
-        self.check_open()
-        return StreamMessage()
-
-    def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
-        """An ObjectMessage serialised by a named safe serializer (the registry default, JSON; never pickle)."""
-        self.check_open()
-        registry = self._connection.serializers
-        chosen = registry.get(serializer) if serializer is not None else registry.default
-        return ObjectMessage(obj, serializer=chosen)
+    @property
+    def serializer_registry(self) -> SerializerRegistry:
+        return self._connection.serializers
 
     def _require(self, capability: str, feature: str) -> None:
         if not getattr(self._connection.adapter.capabilities, capability):
