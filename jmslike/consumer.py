@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from jmslike import body_codec
 from jmslike.constants import DeliveryMode
-from jmslike.contract import IncomingMessage, SubscriptionSpec
+from jmslike.contract import Adapter, IncomingMessage, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, Topic
 from jmslike.exceptions import IllegalStateException, JMSException, MessageFormatException
 from jmslike.messages import BytesMessage, Message
@@ -23,7 +23,8 @@ from jmslike.selector import Selector
 from jmslike.serializers import SerializerRegistry
 
 if TYPE_CHECKING:
-    from jmslike.session import Pending, Session
+    from jmslike.delivery import Pending
+    from jmslike.session import Session
     from jmslike.subscriptions import DurableDefinition
 
 MessageListener = Callable[[Message], None]
@@ -228,18 +229,20 @@ class MessageConsumer:
         self.detach()
 
     def enqueue(self, incoming: IncomingMessage) -> None:
-        from jmslike.session import Pending
+        from jmslike.delivery import Pending
 
         self._session.enqueue_for(self, Pending(incoming))
 
     def accepts(self, incoming: IncomingMessage) -> bool:
         """Client-side selector and noLocal, for brokers that cannot filter (topics only; see Session)."""
         connection = self._session.connection
-        if self._client_no_local and connection.adapter.origin_of(incoming) == connection.connection_id:
-            return False
-        if not self._client_filter or self._selector is None or incoming.selected_by_broker:
-            return True
-        return self._selector.matches(lambda name: selector_value(incoming, name))
+        return client_accepts(
+            incoming,
+            connection.adapter,
+            connection.connection_id,
+            no_local=self._client_no_local,
+            selector=self._selector if self._client_filter else None,
+        )
 
     def build_message(self, pending: Pending) -> Message:
         connection = self._session.connection
@@ -342,7 +345,7 @@ class QueueBrowser:
 
     def _stream(self, timeout_ms: int) -> Iterator[Message | None]:
         """Yields None once subscribed, then the messages (see :meth:`getEnumeration`)."""
-        from jmslike.session import Pending
+        from jmslike.delivery import Pending
 
         connection = self._session.connection
         spec = SubscriptionSpec(
@@ -449,6 +452,24 @@ def build_message(
     message.set_delivery_count(delivery_count)
     message.mark_received()
     return message
+
+
+def client_accepts(
+    incoming: IncomingMessage,
+    adapter: Adapter,
+    connection_id: str,
+    *,
+    no_local: bool,
+    selector: Selector | None,
+) -> bool:
+    """Whether a subscription keeps ``incoming`` where jmslike, not the broker, filters (topics only):
+    ``no_local`` drops this connection's own messages, ``selector`` is a selector the broker cannot evaluate
+    (None: the broker did, or there is none)."""
+    if no_local and adapter.origin_of(incoming) == connection_id:
+        return False
+    if selector is None or incoming.selected_by_broker:
+        return True
+    return selector.matches(lambda name: selector_value(incoming, name))
 
 
 def selector_value(incoming: IncomingMessage, name: str) -> object | None:

@@ -64,7 +64,7 @@ class CompanionConsumer(MessageConsumer):
         self._inactive = selectors.parse(inactive)
 
     def enqueue(self, incoming: IncomingMessage) -> None:
-        from jmslike.session import Pending
+        from jmslike.delivery import Pending
 
         self._session.enqueue_for(self._owner, Pending(incoming))
 

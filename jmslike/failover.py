@@ -6,7 +6,7 @@ in order, and take the first that answers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 from jmslike.exceptions import ConnectionLostException, JMSException
@@ -26,9 +26,30 @@ def open_first(
         try:
             return open_host(host)
         except (ConnectionLostException, TimeoutError) as exc:
-            errors.append(exc if isinstance(exc, JMSException) else JMSException(str(exc)))
+            errors.append(_skipped(exc))
+    raise _none_reached(errors, what)
+
+
+async def open_first_async(
+    hosts: Iterable[tuple[str, int]], open_host: Callable[[tuple[str, int]], Awaitable[WireT]], what: str
+) -> WireT:
+    """:func:`open_first` for an asyncio opener: the same rule."""
+    errors: list[JMSException] = []
+    for host in hosts:
+        try:
+            return await open_host(host)
+        except (ConnectionLostException, TimeoutError) as exc:
+            errors.append(_skipped(exc))
+    raise _none_reached(errors, what)
+
+
+def _skipped(exc: Exception) -> JMSException:
+    return exc if isinstance(exc, JMSException) else JMSException(str(exc))
+
+
+def _none_reached(errors: list[JMSException], what: str) -> JMSException:
     if len(errors) == 1:
-        raise errors[0]
-    raise ConnectionLostException(f"{what}: " + ("; ".join(str(e) for e in errors) or "no host")) from (
-        errors[-1] if errors else None
-    )
+        return errors[0]
+    error = ConnectionLostException(f"{what}: " + ("; ".join(str(e) for e in errors) or "no host"))
+    error.__cause__ = errors[-1] if errors else None
+    return error

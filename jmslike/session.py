@@ -24,12 +24,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from jmslike import selector as selectors
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import IncomingMessage, PendingReceipt, SubscriptionSpec
+from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.domain_methods import SessionDomainMethods
 from jmslike.exceptions import (
@@ -55,32 +55,6 @@ if TYPE_CHECKING:
     from jmslike.producer import MessageProducer
 
 log = logging.getLogger(__name__)
-
-# A listener that keeps raising in AUTO or DUPS_OK mode gets its message back this many times, like the
-# ActiveMQ Java client's maximumRedeliveries; after that the message stays unacknowledged on the broker
-# (never dropped) and is redelivered when the consumer closes; on a cumulative DUPS_OK subscription it is
-# NACKed instead (Session._poison).
-MAX_LISTENER_REDELIVERIES = 6
-
-
-@dataclass
-class Pending:
-    """A message in an inbox or delivered-but-unacknowledged: the broker's view plus local redeliveries."""
-
-    incoming: IncomingMessage
-    local_redeliveries: int = 0
-    epoch: int = 0  # the session epoch it arrived in: an ack is only valid on that connection
-
-    @property
-    def redelivered(self) -> bool:
-        return self.incoming.redelivered or self.local_redeliveries > 0
-
-    @property
-    def delivery_count(self) -> int:
-        return 1 + (1 if self.incoming.redelivered else 0) + self.local_redeliveries
-
-    def again(self) -> Pending:
-        return Pending(self.incoming, self.local_redeliveries + 1, self.epoch)
 
 
 class Session(MessageFactoryMethods, SessionDomainMethods):
@@ -567,7 +541,7 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
         not acknowledged yet, so it is settled by the next acknowledge() instead."""
         if self._ack_mode == AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
             self._ack_consumed(consumer, pending)
-        elif _cumulative(consumer, pending):
+        elif cumulative(consumer, pending):
             with self._cond:
                 self._unacked.append((consumer, pending))
         else:
@@ -579,7 +553,7 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
         (duplicates after a failure): one ACK for half a prefetch of them, or as soon as the consumer has
         nothing buffered, so an idle consumer owes the broker nothing. A local delivery (jmslike's own,
         nothing on the broker) never stands in for the ACK owed for broker messages."""
-        if not _cumulative(consumer, pending):
+        if not cumulative(consumer, pending):
             self._ack_now(pending)
             return
         with self._cond:
@@ -606,7 +580,7 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
         detaches; on a cumulative subscription any later ACK would acknowledge it too, so it is taken off
         the subscription now (the broker's dead-letter queue; ActiveMQ's default policy discards a
         NON_PERSISTENT one) after the ACK owed for what came before it."""
-        if not _cumulative(consumer, pending) or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
+        if not cumulative(consumer, pending) or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
             with self._cond:  # given back when its consumer detaches, never dropped
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
             return
@@ -645,7 +619,7 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
         with self._cond:
             batch, self._unacked = self._unacked, []
         try:
-            self._send_acks(_acks_for(batch), None)
+            self._send_acks(acks_for(batch), None)
         except JMSException:
             with self._cond:  # not acknowledged after all: still owed (recover, unsubscribe checks)
                 if all(p.epoch == self._epoch for _, p in batch):
@@ -1168,27 +1142,6 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
 
     def __repr__(self) -> str:
         return f"<Session ack_mode={self._ack_mode} {'closed' if self._closed else 'open'}>"
-
-
-def _cumulative(consumer: MessageConsumer, pending: Pending) -> bool:
-    """Whether ``pending`` came through ``consumer``'s own cumulative subscription: a durable subscriber's
-    companion subscription (durable_subscriptions) delivers through it with individual acknowledgement."""
-    incoming = pending.incoming
-    return consumer.spec.cumulative_ack and (incoming.local or incoming.sub_id == consumer.spec.sub_id)
-
-
-def _acks_for(batch: list[tuple[MessageConsumer, Pending]]) -> list[Pending]:
-    """The deliveries whose ACK frames acknowledge ``batch``: each one, except that a cumulative
-    subscription needs only its newest (consumption follows delivery order, recovered messages go back to
-    the front of the inbox, so the newest consumed is the last delivered of those owed)."""
-    acks: list[Pending] = []
-    newest: dict[MessageConsumer, Pending] = {}
-    for consumer, pending in batch:
-        if _cumulative(consumer, pending) and not pending.incoming.local:
-            newest[consumer] = pending
-        else:
-            acks.append(pending)
-    return acks + list(newest.values())
 
 
 def _check_subscription_name(name: Any) -> str:

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from jmslike.contract import IncomingMessage
-from jmslike.session import Pending, _acks_for
+from jmslike.delivery import Pending
+from jmslike.delivery import acks_for as _acks_for
 
 
 @dataclass

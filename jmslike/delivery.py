@@ -1,0 +1,73 @@
+"""What a delivery is to a session, in every API: the broker's message plus its local redeliveries, and
+which ACK frames settle a batch of them.
+
+A session redelivers locally (``recover()``, ``rollback()``, a listener that raised) by putting a
+:class:`Pending` back in its consumer's inbox with one more local redelivery; JMSRedelivered and
+JMSXDeliveryCount follow from it. The threaded :mod:`~jmslike.session` and ``jmslike.aio.session`` share
+these rules; nothing here waits or locks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from jmslike.contract import IncomingMessage, SubscriptionSpec
+
+
+class Subscribed(Protocol):
+    """A consumer as these rules see it: its subscription."""
+
+    @property
+    def spec(self) -> SubscriptionSpec: ...
+
+
+C = TypeVar("C", bound=Subscribed)
+
+# A listener that keeps raising in AUTO or DUPS_OK mode gets its message back this many times, like the
+# ActiveMQ Java client's maximumRedeliveries; after that the message stays unacknowledged on the broker
+# (never dropped) and is redelivered when the consumer closes; on a cumulative DUPS_OK subscription it is
+# NACKed instead (Session._poison).
+MAX_LISTENER_REDELIVERIES = 6
+
+
+@dataclass
+class Pending:
+    """A message in an inbox or delivered-but-unacknowledged: the broker's view plus local redeliveries."""
+
+    incoming: IncomingMessage
+    local_redeliveries: int = 0
+    epoch: int = 0  # the session epoch it arrived in: an ack is only valid on that connection
+
+    @property
+    def redelivered(self) -> bool:
+        return self.incoming.redelivered or self.local_redeliveries > 0
+
+    @property
+    def delivery_count(self) -> int:
+        return 1 + (1 if self.incoming.redelivered else 0) + self.local_redeliveries
+
+    def again(self) -> Pending:
+        return Pending(self.incoming, self.local_redeliveries + 1, self.epoch)
+
+
+def cumulative(consumer: Subscribed, pending: Pending) -> bool:
+    """Whether ``pending`` came through ``consumer``'s own cumulative subscription: a durable subscriber's
+    companion subscription (durable_subscriptions) delivers through it with individual acknowledgement."""
+    incoming = pending.incoming
+    return consumer.spec.cumulative_ack and (incoming.local or incoming.sub_id == consumer.spec.sub_id)
+
+
+def acks_for(batch: Sequence[tuple[C, Pending]]) -> list[Pending]:
+    """The deliveries whose ACK frames acknowledge ``batch``: each one, except that a cumulative
+    subscription needs only its newest (consumption follows delivery order, recovered messages go back to
+    the front of the inbox, so the newest consumed is the last delivered of those owed)."""
+    acks: list[Pending] = []
+    newest: dict[C, Pending] = {}
+    for consumer, pending in batch:
+        if cumulative(consumer, pending) and not pending.incoming.local:
+            newest[consumer] = pending
+        else:
+            acks.append(pending)
+    return acks + list(newest.values())
