@@ -16,7 +16,6 @@ message's own delivery mode, priority and expiration are overwritten by the prod
 from __future__ import annotations
 
 import logging
-import threading
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jmslike.constants import DeliveryMode
@@ -55,11 +54,6 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
         super().__init__(destination)
         self._session = session
         self._closed = False
-        # The first error the broker answered to an unwaited NON_PERSISTENT send (set on the receiver
-        # thread), raised by the next send or close; and how many such sends a lost connection took along.
-        self._failed_send: JMSException | None = None
-        self._lost_sends = 0
-        self._async_lock = threading.Lock()
 
     def close(self) -> None:
         """Close the producer once the broker confirmed its session's asynchronous sends (bounded by the
@@ -77,7 +71,7 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
         reached the ExceptionListener)."""
         self._closed = True
         self._session.remove_producer(self)
-        return self._take_failed_send()
+        return self.take_failed_send()
 
     def __enter__(self) -> MessageProducer:
         return self
@@ -90,36 +84,6 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             raise IllegalStateException("the producer is closed")
         self._session.check_open()
 
-    def _raise_failed_send(self) -> None:
-        error = self._take_failed_send()
-        if error is not None:
-            raise error
-
-    def _note_lost_send(self, error: JMSException) -> None:
-        with self._async_lock:
-            self._lost_sends += 1
-            lost = self._lost_sends
-        if lost == 1 or lost % 100 == 0:
-            log.warning(
-                "%d NON_PERSISTENT message(s) of a producer were unconfirmed when the connection was lost and "
-                "may be lost (JMS allows it for NON_PERSISTENT; use PERSISTENT or force_sync_send=true to know): %s",
-                lost,
-                error,
-            )
-
-    def _take_failed_send(self) -> JMSException | None:
-        with self._async_lock:  # the receiver thread sets it
-            error, self._failed_send = self._failed_send, None
-        if error is None:
-            return None
-        raised = type(error)(
-            f"an earlier NON_PERSISTENT send of this producer was refused by the broker (that message is lost): "
-            f"{error.reason}; this call did nothing, call it again",
-            error.errorCode,
-        )
-        raised.__cause__ = error
-        return raised
-
     # -- send -----------------------------------------------------------------------------------------
 
     def send(
@@ -131,7 +95,7 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
         ``retain=True`` (topics): also keep the message as the topic's retained publication, replacing the
         previous one; an empty body clears it (docs/retained.md). Such a send is synchronous."""
         self.check_open()
-        self._raise_failed_send()
+        self.raise_failed_send()
         destination, message, mode, priority, ttl = self.resolve_send(args)
         self._send(
             destination,
@@ -215,11 +179,9 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             if listener is None:
                 session.release_send_slot(size)
                 if isinstance(error, ConnectionLostException):
-                    self._note_lost_send(error)  # at-most-once allows the loss, not silence
+                    self.note_lost_send(error)  # at-most-once allows the loss, not silence
                 elif error is not None:
-                    with self._async_lock:
-                        if self._failed_send is None:
-                            self._failed_send = error
+                    self.note_failed_send(error)
                     connection.report(error)
             elif error is None:
                 session.release_send_slot(size, lambda: listener.onCompletion(message))

@@ -9,6 +9,8 @@ of ``send``'s JMS overloads, the checks of each value and the stamping and encod
 from __future__ import annotations
 
 import itertools
+import logging
+import threading
 import time
 import uuid
 from typing import Any
@@ -19,6 +21,8 @@ from jmslike.contract import OutgoingMessage
 from jmslike.destinations import Destination
 from jmslike.exceptions import JMSException, MessageFormatException, UnsupportedOperationException
 from jmslike.messages import Message
+
+log = logging.getLogger(__name__)
 
 
 class ProducerSettings:
@@ -36,6 +40,11 @@ class ProducerSettings:
         # producer, then a 12-digit counter (spark_sink relies on the shape, docs/api.md on uniqueness).
         self._id_prefix = "ID:" + uuid.uuid4().hex[:20]
         self._id_counter = itertools.count()
+        # The first error the broker answered to an unwaited NON_PERSISTENT send (set by the wire's reader),
+        # raised by the next send or close; and how many such sends a lost connection took along.
+        self._failed_send: JMSException | None = None
+        self._lost_sends = 0
+        self._async_lock = threading.Lock()
 
     def check_open(self) -> None:
         raise NotImplementedError
@@ -105,6 +114,47 @@ class ProducerSettings:
         """The Destination of the messages this producer sends."""
         self.check_open()
         return self._destination
+
+    # -- unwaited sends ----------------------------------------------------------------------------------
+
+    def note_failed_send(self, error: JMSException) -> None:
+        """The broker refused an unwaited send: the producer's next call raises it (the first one only)."""
+        with self._async_lock:
+            if self._failed_send is None:
+                self._failed_send = error
+
+    def raise_failed_send(self) -> None:
+        error = self.take_failed_send()
+        if error is not None:
+            raise error
+
+    def note_lost_send(self, error: JMSException) -> None:
+        """An unwaited send was unconfirmed when the connection was lost: JMS allows the loss of a
+        NON_PERSISTENT message, not silence about it."""
+        with self._async_lock:
+            self._lost_sends += 1
+            lost = self._lost_sends
+        if lost == 1 or lost % 100 == 0:
+            log.warning(
+                "%d NON_PERSISTENT message(s) of a producer were unconfirmed when the connection was lost and "
+                "may be lost (JMS allows it for NON_PERSISTENT; use PERSISTENT or force_sync_send=true to know): %s",
+                lost,
+                error,
+            )
+
+    def take_failed_send(self) -> JMSException | None:
+        """The unreported error of an unwaited send, as the call that reports it raises it (or None)."""
+        with self._async_lock:  # the receiver thread sets it
+            error, self._failed_send = self._failed_send, None
+        if error is None:
+            return None
+        raised = type(error)(
+            f"an earlier NON_PERSISTENT send of this producer was refused by the broker (that message is lost): "
+            f"{error.reason}; this call did nothing, call it again",
+            error.errorCode,
+        )
+        raised.__cause__ = error
+        return raised
 
     def next_message_id(self) -> str | None:
         """The JMSMessageID for the next send (None when disabled)."""

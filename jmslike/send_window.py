@@ -17,13 +17,11 @@ import time
 from jmslike.exceptions import JMSException
 
 
-class SendWindow:
-    """Places for asynchronous sends; every method is called with or takes ``cond``, the session's."""
+class SendPlaces:
+    """The counting alone: places taken and the bytes they carry, no waiting (the asyncio session waits on its
+    loop, :class:`SendWindow` on a condition)."""
 
-    def __init__(
-        self, cond: threading.Condition, count_limit: int, byte_limit: int, timeout_s: float
-    ) -> None:
-        self._cond = cond
+    def __init__(self, count_limit: int, byte_limit: int, timeout_s: float) -> None:
         self._count_limit = max(1, count_limit)
         self._byte_limit = byte_limit
         self._timeout_s = timeout_s
@@ -32,33 +30,53 @@ class SendWindow:
 
     @property
     def busy(self) -> bool:
-        """Some send still awaits its receipt (read under the condition)."""
+        """Some send still awaits its receipt."""
         return self._sends > 0
+
+    def try_take(self, size: int) -> bool:
+        """Take a place for a send of ``size`` body bytes if one is free."""
+        if self._full(size):
+            return False
+        self._sends += 1
+        self._bytes += size
+        return True
+
+    def release(self, size: int) -> None:
+        """A send of ``size`` bytes settled."""
+        self._sends -= 1
+        self._bytes -= size
+
+    def stalled(self) -> JMSException:
+        """What a send that found no place within the receipt timeout raises: nothing was sent."""
+        return JMSException(
+            f"{self._sends} asynchronous send(s) ({self._bytes} bytes) still unconfirmed after "
+            f"{self._timeout_s:.1f}s (receipt_timeout_ms): the broker does not answer (ActiveMQ: "
+            "producer flow control, a full memory or store limit); this send was not made: send it "
+            "again later, or raise receipt_timeout_ms"
+        )
+
+    def _full(self, size: int) -> bool:
+        if self._sends >= self._count_limit:
+            return True
+        return bool(self._byte_limit) and self._sends > 0 and self._bytes + size > self._byte_limit
+
+
+class SendWindow(SendPlaces):
+    """Places for asynchronous sends; every method is called with or takes ``cond``, the session's."""
+
+    def __init__(
+        self, cond: threading.Condition, count_limit: int, byte_limit: int, timeout_s: float
+    ) -> None:
+        super().__init__(count_limit, byte_limit, timeout_s)
+        self._cond = cond
 
     def acquire(self, size: int) -> None:
         """Wait (at most the receipt timeout) for a place for a send of ``size`` body bytes; raise a
         JMSException saying nothing was sent when none came free."""
         deadline = time.monotonic() + self._timeout_s
         with self._cond:
-            while self._full(size):
+            while not self.try_take(size):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise JMSException(
-                        f"{self._sends} asynchronous send(s) ({self._bytes} bytes) still unconfirmed after "
-                        f"{self._timeout_s:.1f}s (receipt_timeout_ms): the broker does not answer (ActiveMQ: "
-                        "producer flow control, a full memory or store limit); this send was not made: send it "
-                        "again later, or raise receipt_timeout_ms"
-                    )
+                    raise self.stalled()
                 self._cond.wait(remaining)
-            self._sends += 1
-            self._bytes += size
-
-    def release(self, size: int) -> None:
-        """A send of ``size`` bytes settled; the caller holds the condition and notifies its waiters."""
-        self._sends -= 1
-        self._bytes -= size
-
-    def _full(self, size: int) -> bool:
-        if self._sends >= self._count_limit:
-            return True
-        return bool(self._byte_limit) and self._sends > 0 and self._bytes + size > self._byte_limit
