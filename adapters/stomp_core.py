@@ -36,9 +36,9 @@ from typing import Final, Literal
 
 from jmslike.adapters.stomp_reader import HEARTBEAT, FrameDecodeError, FrameDecoder
 from jmslike.adapters.stomp_writer import encode_frame
-from jmslike.contract import Frame
+from jmslike.contract import Frame, StompVersion
 
-Version = Literal["1.1", "1.2"]
+Version = StompVersion
 State = Literal["new", "connecting", "connected", "disconnecting", "closed"]
 
 #: A peer is dead once silent for this many of its heart-beat periods (stomp.py's ``heart_beat_receive_scale``).

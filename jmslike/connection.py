@@ -241,7 +241,7 @@ class Connection(ConnectionDomainMethods):
                     "setClientID must be called right after the connection is created, before any other "
                     "call on it (JMS 1.1 §4.3.2); create a new connection and set the ID first"
                 )
-            _check_client_id(clientID)
+            check_client_id(clientID)
             new_wire = self._open_wire(clientID)  # raises InvalidClientIDException if the broker refuses
             old_wire, self.wire = self.wire, new_wire
             self._client_id = clientID
@@ -618,7 +618,7 @@ def _context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
     return given.get("userName"), given.get("password"), mode
 
 
-def _check_client_id(client_id: Any) -> None:
+def check_client_id(client_id: Any) -> None:
     if not isinstance(client_id, str) or not client_id.strip():
         raise InvalidClientIDException(f"client ID must be a non-empty string, got {client_id!r}")
     if any(ord(ch) < 32 or ch == "\x7f" for ch in client_id):

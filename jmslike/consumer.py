@@ -17,9 +17,14 @@ from jmslike import body_codec
 from jmslike.constants import DeliveryMode
 from jmslike.contract import Adapter, IncomingMessage, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, Topic
-from jmslike.exceptions import IllegalStateException, JMSException, MessageFormatException
+from jmslike.exceptions import (
+    IllegalStateException,
+    JMSException,
+    MessageFormatException,
+    UnsupportedFeatureException,
+)
 from jmslike.messages import BytesMessage, Message
-from jmslike.selector import Selector
+from jmslike.selector import Selector, parse
 from jmslike.serializers import SerializerRegistry
 
 if TYPE_CHECKING:
@@ -452,6 +457,42 @@ def build_message(
     message.set_delivery_count(delivery_count)
     message.mark_received()
     return message
+
+
+def parse_selector(adapter: Adapter, text: str | None, destination: Destination) -> Selector | None:
+    """Parse a consumer's selector, refusing it where the broker cannot apply it honestly (see capabilities):
+    where the broker cannot evaluate it, jmslike filters on topics only; on a queue that would consume other
+    consumers' messages."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None
+    parsed = parse(text)
+    support = adapter.selector_placement(parsed)
+    if support == "none":
+        raise UnsupportedFeatureException(adapter.display_name, "message selectors")
+    if support == "client" and isinstance(destination, Queue):
+        if adapter.capabilities.selectors == "broker" and parsed.computes:  # this selector only
+            raise UnsupportedFeatureException(
+                adapter.display_name,
+                "arithmetic in selectors on queues",
+                f"{parsed.text!r} computes on property values, which this broker cannot do on STOMP's string "
+                "properties, and a client-side filter would consume other consumers' messages; compare "
+                "values without arithmetic, or have the producer set the computed value as a property",
+            )
+        if adapter.capabilities.selectors == "broker":  # this selector only: it compares typed values
+            raise UnsupportedFeatureException(
+                adapter.display_name,
+                "number and boolean comparisons in selectors on queues",
+                f"{parsed.text!r} compares a property as a number or boolean, but this broker keeps STOMP's "
+                "properties as strings and never converts them, and a client-side filter would consume "
+                "other consumers' messages; compare with string literals (weight = '10') or use a topic, "
+                "where jmslike evaluates the selector",
+            )
+        raise UnsupportedFeatureException(
+            adapter.display_name,
+            "selectors on queues",
+            "the broker cannot filter and a client-side filter would consume other consumers' messages",
+        )
+    return parsed
 
 
 def client_accepts(

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
 SelectorSupport = Literal["broker", "client", "none"]
+# The STOMP versions jmslike speaks (an adapter names the one its broker speaks best).
+StompVersion = Literal["1.1", "1.2"]
 # Who keeps only the latest retained publication per topic: the broker itself (a queue limited to one
 # message), jmslike (it removes older copies after each retained send), or nobody (unsupported).
 RetainedSupport = Literal["broker", "jmslike", "none"]
@@ -253,7 +255,7 @@ class Adapter(Protocol):
     name: str
     display_name: str
     capabilities: Capabilities
-    stomp_version: str
+    stomp_version: StompVersion
     reserved_headers: frozenset[str]
     default_vhost: str | None
     # False where the broker holds SEND receipts inside a transaction until COMMIT (RabbitMQ).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, TypeVar, cast
 
@@ -117,7 +117,7 @@ class Message:
         self._properties_read_only = False
         self._body_read_only = False
         self._received = False
-        self._acknowledger: Callable[[], None] | None = None
+        self._acknowledger: Callable[[], Awaitable[None] | None] | None = None
         """Set by the consumer that delivered this message; ``acknowledge()`` calls it."""
 
     # -- headers: setters are always allowed; the provider overwrites them on send -------------------------
@@ -371,13 +371,15 @@ class Message:
 
     # -- acknowledgement and provider hooks -----------------------------------------------------------
 
-    def acknowledge(self) -> None:
+    def acknowledge(self) -> Awaitable[None] | None:
         """Acknowledge as the session's mode says (CLIENT: everything the session delivered so far).
-        Does nothing for messages of other sessions or not received, as JMS specifies."""
+        Does nothing for messages of other sessions or not received, as JMS specifies. A message received
+        through ``jmslike.aio`` returns an awaitable: ``await message.acknowledge()``."""
         if self._acknowledger is not None:
-            self._acknowledger()
+            return self._acknowledger()
+        return None
 
-    def bind_acknowledger(self, acknowledger: Callable[[], None]) -> None:
+    def bind_acknowledger(self, acknowledger: Callable[[], Awaitable[None] | None]) -> None:
         """Provider hook: what ``acknowledge()`` does for this delivery (the session's mode decides)."""
         self._acknowledger = acknowledger
 

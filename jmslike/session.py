@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike import selector as selectors
 from jmslike.constants import AcknowledgeMode
+from jmslike.consumer import parse_selector
 from jmslike.contract import IncomingMessage, PendingReceipt, SubscriptionSpec
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -48,6 +49,7 @@ from jmslike.messages import (
 )
 from jmslike.send_window import SendWindow
 from jmslike.serializers import SerializerRegistry
+from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -375,38 +377,8 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
             self._connection.check_temporary_use(destination)
 
     def parse_selector(self, text: str | None, destination: Destination) -> selectors.Selector | None:
-        """Parse a selector, refusing it where the broker cannot apply it honestly (see capabilities)."""
-        if text is None or (isinstance(text, str) and not text.strip()):
-            return None
-        parsed = selectors.parse(text)
-        support = self._connection.adapter.selector_placement(parsed)
-        if support == "none":
-            raise UnsupportedFeatureException(self._connection.adapter.display_name, "message selectors")
-        if support == "client" and isinstance(destination, Queue):
-            adapter = self._connection.adapter
-            if adapter.capabilities.selectors == "broker" and parsed.computes:  # this selector only
-                raise UnsupportedFeatureException(
-                    adapter.display_name,
-                    "arithmetic in selectors on queues",
-                    f"{parsed.text!r} computes on property values, which this broker cannot do on STOMP's string "
-                    "properties, and a client-side filter would consume other consumers' messages; compare "
-                    "values without arithmetic, or have the producer set the computed value as a property",
-                )
-            if adapter.capabilities.selectors == "broker":  # this selector only: it compares typed values
-                raise UnsupportedFeatureException(
-                    adapter.display_name,
-                    "number and boolean comparisons in selectors on queues",
-                    f"{parsed.text!r} compares a property as a number or boolean, but this broker keeps STOMP's "
-                    "properties as strings and never converts them, and a client-side filter would consume "
-                    "other consumers' messages; compare with string literals (weight = '10') or use a topic, "
-                    "where jmslike evaluates the selector",
-                )
-            raise UnsupportedFeatureException(
-                adapter.display_name,
-                "selectors on queues",
-                "the broker cannot filter and a client-side filter would consume other consumers' messages",
-            )
-        return parsed
+        """Parse a selector, refusing it where the broker cannot apply it honestly (consumer.parse_selector)."""
+        return parse_selector(self._connection.adapter, text, destination)
 
     def _require_client_id(self, action: str) -> str:
         client_id = self._connection.getClientID()
@@ -708,20 +680,10 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
         unconfirmed messages look confirmed."""
         deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
         for item in pending:
-            if not item.wait(max(0.0, deadline - time.monotonic())):
-                raise JMSException(
-                    "the broker committed the transaction but did not confirm all its messages in time; "
-                    "they may not be safe from a broker crash (in doubt)"
-                )
-            if isinstance(item.error, ConnectionLostException):
-                raise JMSException(
-                    "the broker committed the transaction, but the connection was lost before it confirmed all "
-                    "its messages: whether they are safe from a broker crash is unknown (in doubt)"
-                ) from item.error
-            if item.error is not None:
-                raise JMSException(
-                    f"the broker committed the transaction but refused one of its messages: {item.error}"
-                ) from item.error
+            answered = item.wait(max(0.0, deadline - time.monotonic()))
+            error = deferred_receipt_error(answered, item.error)
+            if error is not None:
+                raise error
 
     def commit(self) -> None:
         """Commit; TransactionRolledBackException only when it is certain nothing was committed. When the
@@ -767,17 +729,10 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
             wire.request(self._connection.adapter.transaction_frame("COMMIT", tx))
         except ConnectionLostException as exc:
             self._forget_transaction(consumed, in_doubt=True)
-            raise ConnectionLostException(
-                "the connection was lost while committing; the outcome is unknown (the broker applies a "
-                "transaction all or nothing): messages consumed in it come back flagged redelivered if it "
-                "did not commit"
-            ) from exc
+            raise commit_lost() from exc
         except JMSTimeoutException as exc:
             self._forget_transaction(consumed, in_doubt=True)
-            raise JMSException(
-                "COMMIT was sent but the broker did not answer in time; the outcome is unknown (in doubt): "
-                "check before sending the transaction's messages again"
-            ) from exc
+            raise commit_in_doubt() from exc
         except JMSException as exc:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc

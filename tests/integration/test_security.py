@@ -13,10 +13,12 @@ The broker certificate names ``localhost`` only, so ``127.0.0.1`` is a host-name
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import pickle
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from jmslike import (
     ObjectMessage,
     Session,
     TextMessage,
+    aio,
 )
 from jmslike.conformance.brokers import BrokerHandle, LauncherUnavailableError, create
 from jmslike.conformance.brokers.activemq import ActiveMQPermission, ActiveMQUser
@@ -271,6 +274,35 @@ def test_bad_credentials_are_a_security_exception(
     # Over plain TCP too.
     with pytest.raises(JMSSecurityException):
         _connect(opened, _url(secured, tls=False), user, WRONG_PASSWORD)
+
+
+def test_the_asyncio_api_over_tls_round_trips_and_refuses_bad_credentials(
+    secured: BrokerHandle, certificates: tuple[TLSMaterial, TLSMaterial]
+) -> None:
+    """jmslike.aio on the same TLS and login rules (adapters/async_wire.py shares the threaded wire's)."""
+    url = _url(secured, ssl_ca_file=str(certificates[0].ca_file))
+
+    async def body() -> None:
+        async with await aio.ConnectionFactory(url).createConnection(
+            secured.user, secured.password
+        ) as connection:
+            await connection.start()
+            session = await connection.createSession()
+            queue = session.createQueue(f"aio-tls-{uuid.uuid4().hex[:8]}")
+            consumer = await session.createConsumer(queue)
+            await session.createProducer(queue).send(session.createTextMessage("over tls"))
+            got = await consumer.receive(RECEIVE_MS)
+            assert isinstance(got, TextMessage) and got.getText() == "over tls"
+        for target in (url, _url(secured, tls=False)):
+            with pytest.raises(JMSSecurityException) as raised:
+                await aio.ConnectionFactory(target).createConnection("nobody", WRONG_PASSWORD)
+            assert WRONG_PASSWORD not in str(raised.value)
+        with pytest.raises(JMSSecurityException, match="TLS handshake"):
+            await aio.ConnectionFactory(
+                _url(secured, ssl_ca_file=str(certificates[1].ca_file))
+            ).createConnection(secured.user, secured.password)
+
+    asyncio.run(asyncio.wait_for(body(), 60))
 
 
 def test_a_closed_tls_connection_never_reads_the_next_connection(

@@ -1,0 +1,247 @@
+"""The asyncio STOMP wire: JMS's receipts, errors and connection loss on the asyncio driver.
+
+The twin of the threaded :mod:`~jmslike.adapters.transport` (both are :class:`~jmslike.adapters.wire_base.WireBase`,
+which holds every rule they share), on :mod:`~jmslike.adapters.stomp_async` instead of a socket thread: a
+receipt is a future, the hold after an unmatched ERROR is a ``call_later`` on the loop, and there is no lock
+(everything runs on the loop). ``jmslike.aio`` stands on it.
+
+Adapters are written against the blocking :class:`~jmslike.contract.Wire` (their connect, subscribe and detach
+hooks make round trips). :class:`BlockingView` gives them one over this wire, for code that runs in a worker
+thread (``asyncio.to_thread``) while the loop serves the wire: the aio API runs those rare hooks that way, and
+keeps the data path (send, receive, acknowledge, commit) on the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
+
+from jmslike.adapters.stomp_async import AsyncStompConnection
+from jmslike.adapters.stomp_core import Version
+from jmslike.adapters.stomp_socket import (
+    DriverSettings,
+    SocketClosed,
+    SocketConnectError,
+    TLSConnectError,
+    WriteStalled,
+)
+from jmslike.adapters.transport import Done
+from jmslike.adapters.wire_base import ErrorMapper, WireBase
+from jmslike.config import ConnectionConfig
+from jmslike.contract import Frame, WireEvents
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    JMSException,
+    JMSTimeoutException,
+)
+
+T = TypeVar("T")
+
+
+class AsyncPending:
+    """One frame waiting for its receipt on the loop: ``await answered()``; ``callback`` runs on the loop."""
+
+    __slots__ = ("callback", "error", "frame", "future")
+
+    def __init__(
+        self,
+        frame: Frame,
+        callback: Callable[[JMSException | None], None] | None,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        self.frame = frame
+        self.callback = callback
+        self.error: JMSException | None = None
+        self.future: asyncio.Future[None] = loop.create_future()
+
+    def finish(self, error: JMSException | None) -> None:
+        if self.future.done():
+            return
+        self.error = error
+        self.future.set_result(None)
+        if self.callback is not None:
+            self.callback(error)
+
+    async def answered(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the answer (``error`` then says which); False when none came in time."""
+        if not self.future.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self.future), timeout_s)
+            except TimeoutError:
+                return False
+        return True
+
+
+class AsyncStompWire(WireBase[AsyncPending]):
+    """One STOMP connection to one broker host on the running loop. Not reconnecting."""
+
+    _ids = itertools.count(1)
+
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        host: tuple[str, int],
+        stomp_version: Version,
+        events: WireEvents,
+        error_for: ErrorMapper,
+        default_vhost: str | None = None,
+    ) -> None:
+        super().__init__(config, host, events, error_for, default_vhost)
+        self._loop = asyncio.get_running_loop()
+        self._connected = asyncio.Event()
+        self._connection = AsyncStompConnection(
+            DriverSettings.from_config(config, host, stomp_version, f"a{next(self._ids)}-"),
+            on_event=self._on_event,
+            on_closed=self._ended,
+        )
+
+    async def open(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """Connect and wait for CONNECTED; return its headers. Errors are mapped, never hang."""
+        try:
+            await self._connection.connect(self._vhost, self._with_credentials(headers))
+        except ValueError as exc:
+            raise self._connect_failure(exc, None) from None
+        except (TLSConnectError, SocketConnectError) as exc:
+            raise self._connect_failure(exc, None) from exc.cause
+        except (SocketClosed, WriteStalled) as exc:
+            self._abandon()
+            raise self._connect_failure(exc, self._connection.tls_error) from exc
+        try:
+            await asyncio.wait_for(self._connected.wait(), self._config.connect_timeout_ms / 1000)
+        except TimeoutError:
+            self._abandon()
+            raise self._connect_timeout() from None
+        refusal = self._connect_outcome(self._connection.tls_error)
+        if refusal is not None:
+            self._abandon()
+            raise refusal
+        return self._connected_headers
+
+    def _abandon(self) -> None:
+        self._closing = True
+        self._connection.abort()
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Graceful DISCONNECT (its receipt means the broker has every frame before it), then drop the socket."""
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            if not self._lost:
+                await self._connection.disconnect(timeout_s)
+        finally:
+            self._fail_all(ConnectionLostException("connection closed"))
+
+    def kill_socket(self) -> None:
+        """Drop the TCP connection without DISCONNECT (tests of recovery)."""
+        self._connection.abort()
+
+    async def _write(self, frame: Frame, pending: AsyncPending | None, recorded: list[str]) -> None:
+        try:
+            await self._connection.send(
+                self._prepare(frame), receipt=pending is not None, on_sent=self._recorder(pending, recorded)
+            )
+        except (WriteStalled, SocketClosed) as exc:
+            error, reason = self._write_failure(frame, exc)
+            self._connection.abort(reason)
+            raise error from exc
+
+    async def submit(
+        self, frame: Frame, callback: Callable[[JMSException | None], None] | None
+    ) -> AsyncPending:
+        """Send with a receipt and return once the frame is written; ``callback`` runs on the loop when
+        answered. Exactly one outcome: this raises and ``callback`` never runs, or ``callback`` runs once."""
+        self._check_usable(frame)
+        pending = AsyncPending(frame, callback, self._loop)
+        recorded: list[str] = []
+        try:
+            await self._write(frame, pending, recorded)
+        except JMSException:
+            if self._still_ours(recorded):
+                raise
+        return pending
+
+    async def request(self, frame: Frame, timeout_s: float | None = None) -> None:
+        """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
+        pending = await self.submit(frame, None)
+        timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
+        if not await pending.answered(timeout):
+            raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
+        if pending.error is not None:
+            raise pending.error
+
+    async def post(self, frame: Frame) -> None:
+        """Send without a receipt."""
+        self._check_usable(frame)
+        await self._write(frame, None, [])
+
+    def _connect_answered_hook(self) -> None:
+        self._connected.set()
+
+    def _call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
+        self._loop.call_later(delay_s, callback)
+
+
+class _ViewPending:
+    """A receipt awaited from a worker thread (the blocking contract's PendingReceipt)."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = Done()
+        self.error: JMSException | None = None
+
+    def wait(self, timeout_s: float) -> bool:
+        return self.done.wait(timeout_s)
+
+
+class BlockingView:
+    """The blocking :class:`~jmslike.contract.Wire` over an :class:`AsyncStompWire`, for adapter hooks run in a
+    worker thread while the loop serves the wire. Called on the loop's own thread it would wait for itself:
+    that raises IllegalStateException instead of hanging."""
+
+    def __init__(self, wire: AsyncStompWire, loop: asyncio.AbstractEventLoop) -> None:
+        self._wire = wire
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if threading.get_ident() == self._loop_thread:
+            coroutine.close()
+            raise IllegalStateException(
+                "a blocking wire call on the event loop's thread would wait for itself"
+            )
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    @property
+    def host(self) -> tuple[str, int]:
+        return self._wire.host
+
+    @property
+    def is_open(self) -> bool:
+        return self._wire.is_open
+
+    def request(self, frame: Frame, timeout_s: float | None = None) -> None:
+        self._run(self._wire.request(frame, timeout_s))
+
+    def post(self, frame: Frame) -> None:
+        self._run(self._wire.post(frame))
+
+    def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> _ViewPending:
+        view = _ViewPending()
+
+        def answered(error: JMSException | None) -> None:
+            view.error = error
+            view.done.set()
+            if callback is not None:
+                callback(error)
+
+        self._run(self._wire.submit(frame, answered))
+        return view
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self._run(self._wire.close(timeout_s))

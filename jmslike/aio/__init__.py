@@ -1,0 +1,11 @@
+"""jmslike for asyncio: the JMS API's names, awaited (``await producer.send(m)``, ``await consumer.receive()``,
+``async for message in consumer``, ``async with``), on the same adapters and rules as the threaded API, with
+no thread on the data path. See docs/aio.md for what it covers today.
+"""
+
+from jmslike.aio.connection import Connection, ConnectionFactory
+from jmslike.aio.consumer import MessageConsumer
+from jmslike.aio.producer import MessageProducer
+from jmslike.aio.session import Session
+
+__all__ = ["Connection", "ConnectionFactory", "MessageConsumer", "MessageProducer", "Session"]

@@ -1,0 +1,361 @@
+"""``jmslike.aio``'s ConnectionFactory and Connection: JMS's names, awaited, on one asyncio STOMP wire.
+
+The data path -- sends, deliveries, acknowledgements, transactions -- runs on the caller's event loop with no
+thread of jmslike's (:mod:`~jmslike.adapters.async_wire`). The adapters' round trips at connect, subscribe and
+unsubscribe (client-ID claims, RabbitMQ's HTTP management, Artemis's management connection) are written
+against the blocking adapter contract; they run in asyncio's default executor through
+:class:`~jmslike.adapters.async_wire.BlockingView` while the loop keeps serving the wire. So adapters are
+the same for both APIs.
+
+What the threaded Connection does and this one does not yet: reconnecting (a ``reconnect=true`` URL is
+refused here rather than silently ignored); see docs/aio.md for the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
+from jmslike.config import ConnectionConfig, parse_url
+from jmslike.connection import check_client_id
+from jmslike.contract import Adapter, Frame, SilentConnectRefusal
+from jmslike.exceptions import ConnectionLostException, IllegalStateException, JMSException
+from jmslike.failover import open_first_async
+from jmslike.registry import adapter_names, load_adapter
+from jmslike.serializers import SerializerRegistry
+from jmslike.session_mode import session_mode
+
+if TYPE_CHECKING:
+    from jmslike.aio.consumer import MessageConsumer
+    from jmslike.aio.session import Session
+
+log = logging.getLogger(__name__)
+
+#: An ExceptionListener: a plain function or a coroutine function, given the JMSException.
+ExceptionListener = Callable[[JMSException], "Awaitable[None] | None"]
+
+T = TypeVar("T")
+
+
+class ConnectionFactory:
+    """``ConnectionFactory("activemq://localhost:61613")``; ``await factory.createConnection()``."""
+
+    def __init__(
+        self, url: str, *, clientID: str | None = None, serializers: SerializerRegistry | None = None
+    ) -> None:
+        self._config = parse_url(url, known_schemes=adapter_names())
+        load_adapter(self._config.scheme)  # fail now, not at createConnection, if the adapter is broken
+        if self._config.reconnect:
+            raise JMSException(
+                "jmslike.aio does not reconnect yet: remove reconnect=true from the URL (and reconnect in the "
+                "application), or use the threaded API, which does"
+            )
+        if clientID is not None:
+            check_client_id(clientID)
+        self._client_id = clientID
+        self._serializers = serializers or SerializerRegistry()
+
+    @property
+    def config(self) -> ConnectionConfig:
+        return self._config
+
+    async def createConnection(self, userName: str | None = None, password: str | None = None) -> Connection:
+        """A new, stopped Connection with these credentials (the URL's when None) and the factory's client ID."""
+        config = self._config.with_credentials(userName, password)
+        return await Connection.open(config, load_adapter(config.scheme), self._serializers, self._client_id)
+
+    def __repr__(self) -> str:
+        return f"aio.ConnectionFactory({self._config.describe()!r})"
+
+
+class Connection:
+    """``javax.jms.Connection`` on the running event loop; ``async with`` closes it."""
+
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        adapter: Adapter,
+        serializers: SerializerRegistry,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        """Use ``await ConnectionFactory.createConnection()``."""
+        self._config = config
+        self.adapter = adapter
+        self.serializers = serializers
+        self.connection_id = f"jmslike-{uuid.uuid4().hex[:12]}"
+        self._loop = loop
+        self._client_id: str | None = None
+        self._client_id_locked = False
+        self._started = asyncio.Event()
+        self._closed = False
+        self._failure: ConnectionLostException | None = None
+        self._sessions: list[Session] = []
+        self._consumers: dict[str, MessageConsumer] = {}
+        self._sub_ids = itertools.count(1)
+        self._exception_listener: ExceptionListener | None = None
+        self._reports: set[asyncio.Task[None]] = set()
+        self._wire: AsyncStompWire | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        config: ConnectionConfig,
+        adapter: Adapter,
+        serializers: SerializerRegistry,
+        client_id: str | None,
+    ) -> Connection:
+        connection = cls(config, adapter, serializers, asyncio.get_running_loop())
+        connection._wire = await connection._open_wire(client_id)
+        connection._client_id = client_id
+        connection._client_id_locked = client_id is not None
+        return connection
+
+    async def _open_wire(self, client_id: str | None) -> AsyncStompWire:
+        return await open_first_async(
+            self._config.hosts,
+            lambda host: self._open_host(host, client_id),
+            f"no broker of {self._config.describe()} could be reached",
+        )
+
+    async def _open_host(
+        self, host: tuple[str, int], client_id: str | None, *, ask_again: bool = True
+    ) -> AsyncStompWire:
+        """CONNECT to one host, then the adapter's connect hook (in a worker thread); a silent refusal is asked
+        once more, as the threaded connection does (contract.SilentConnectRefusal)."""
+        adapter = self.adapter
+        events = _Events(self)
+        wire = AsyncStompWire(
+            self._config, host, adapter.stomp_version, events, adapter.error_for, adapter.default_vhost
+        )
+        events.wire = wire
+        try:
+            connected = await wire.open(adapter.connect_headers(self._config, client_id))
+            await self.in_worker(adapter.on_connected, BlockingView(wire, self._loop), connected, client_id)
+        except SilentConnectRefusal:
+            await wire.close(timeout_s=0.5)
+            if not ask_again:
+                raise
+            log.info(
+                "broker at %s:%d closed the connection during CONNECT without a reason; asking again", *host
+            )
+            return await self._open_host(host, client_id, ask_again=False)
+        except BaseException:
+            await wire.close(timeout_s=0.5)
+            raise
+        return wire
+
+    # -- what sessions and consumers use -------------------------------------------------------------------
+
+    @property
+    def config(self) -> ConnectionConfig:
+        return self._config
+
+    @property
+    def wire(self) -> AsyncStompWire:
+        """The open wire; ConnectionLostException once it is lost, IllegalStateException once closed."""
+        self.check_open()
+        if self._failure is not None:
+            raise ConnectionLostException(
+                f"the connection to the broker is lost: {self._failure}"
+            ) from self._failure
+        assert self._wire is not None
+        return self._wire
+
+    def owns(self, wire: AsyncStompWire) -> bool:
+        """Whether ``wire`` is this open connection's own (not a client-ID claim under way, not one replaced)."""
+        return wire is self._wire and not self._closed
+
+    @property
+    def wire_closed(self) -> bool:
+        """The wire is gone: closed by us, or lost (nothing more can be sent on it)."""
+        return self._wire is None or not self._wire.is_open
+
+    def blocking_wire(self) -> BlockingView:
+        """The wire as the adapters' blocking contract has it, for :meth:`in_worker`."""
+        return BlockingView(self.wire, self._loop)
+
+    async def in_worker(self, function: Callable[..., T], *args: Any) -> T:
+        """Run an adapter's blocking round trip in the default executor while the loop serves the wire."""
+        return await asyncio.to_thread(function, *args)
+
+    @property
+    def failure(self) -> ConnectionLostException | None:
+        return self._failure
+
+    @property
+    def started(self) -> asyncio.Event:
+        return self._started
+
+    def next_sub_id(self) -> str:
+        return f"{self.connection_id}-{next(self._sub_ids)}"
+
+    def register_consumer(self, consumer: MessageConsumer) -> None:
+        self._consumers[consumer.spec.sub_id] = consumer
+
+    def unregister_consumer(self, consumer: MessageConsumer) -> None:
+        self._consumers.pop(consumer.spec.sub_id, None)
+
+    def consumer_for(self, sub_id: str) -> MessageConsumer | None:
+        return self._consumers.get(sub_id)
+
+    def remove_session(self, session: Session) -> None:
+        if session in self._sessions:
+            self._sessions.remove(session)
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the connection is closed")
+
+    # -- JMS API --------------------------------------------------------------------------------------------
+
+    def getClientID(self) -> str | None:
+        """The client ID, or None when none was set."""
+        return self._client_id
+
+    async def setClientID(self, clientID: str) -> None:
+        """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2). The broker claim
+        happens now: InvalidClientIDException if another connection holds it."""
+        self.check_open()
+        if self._client_id is not None:
+            raise IllegalStateException(
+                f"client ID is already set to {self._client_id!r}; it can be set only once per connection"
+            )
+        if self._client_id_locked:
+            raise IllegalStateException(
+                "setClientID must be called right after the connection is created, before any other call on it "
+                "(JMS 1.1 §4.3.2); create a new connection and set the ID first"
+            )
+        check_client_id(clientID)
+        self._client_id_locked = True
+        new_wire = await self._open_wire(clientID)
+        old_wire, self._wire = self._wire, new_wire
+        self._client_id = clientID
+        if old_wire is not None:
+            await old_wire.close(timeout_s=2.0)
+
+    def getMetaData(self) -> Mapping[str, str]:
+        """Provider name and the adapter, as a mapping (the threaded API's ConnectionMetaData has more)."""
+        return {"JMSProviderName": "jmslike", "adapter": self.adapter.name}
+
+    def setExceptionListener(self, listener: ExceptionListener | None) -> None:
+        """Called (a task of its own, never inside jmslike's reader) with asynchronous errors: a refused
+        unwaited send, an ERROR frame nobody waited for, the loss of the connection."""
+        self.check_open()
+        self._client_id_locked = True
+        self._exception_listener = listener
+
+    def getExceptionListener(self) -> ExceptionListener | None:
+        return self._exception_listener
+
+    async def createSession(self, *args: Any, **kwargs: Any) -> Session:
+        """``createSession()``, ``createSession(sessionMode)`` or ``createSession(transacted, acknowledgeMode)``."""
+        from jmslike.aio.session import Session
+
+        self.check_open()
+        self._client_id_locked = True
+        session = Session(self, session_mode(*args, **kwargs))
+        self._sessions.append(session)
+        return session
+
+    async def start(self) -> None:
+        """Start (or restart) delivery to this connection's consumers."""
+        self.check_open()
+        self._client_id_locked = True
+        self._started.set()
+        for session in list(self._sessions):
+            session.wake()
+
+    async def stop(self) -> None:
+        """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4)."""
+        self.check_open()
+        self._client_id_locked = True
+        self._started.clear()
+        for session in list(self._sessions):
+            await session.idle()
+
+    async def close(self) -> None:
+        """Close every session (rolling back open transactions, handing unacknowledged messages back), then
+        DISCONNECT: it returns once the broker has every frame sent before it."""
+        if self._closed:
+            return
+        for session in list(self._sessions):
+            await session.close()
+        self._closed = True
+        self._started.set()  # wake receivers: they see the connection closed
+        if self._wire is not None:
+            await self._wire.close()
+        for task in list(self._reports):
+            await task
+
+    async def __aenter__(self) -> Connection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "lost" if self._failure else "open"
+        return f"<aio.Connection {self._config.describe()} {state}>"
+
+    # -- asynchronous errors -----------------------------------------------------------------------------
+
+    def report(self, error: JMSException) -> None:
+        """Hand ``error`` to the ExceptionListener in a task of its own (logged when there is none)."""
+        listener = self._exception_listener
+        if listener is None:
+            log.warning("asynchronous JMS error and no ExceptionListener: %s", error)
+            return
+        task = self._loop.create_task(_call_listener(listener, error))
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
+
+    def on_lost(self, error: ConnectionLostException) -> None:
+        self._failure = error
+        for session in list(self._sessions):
+            session.on_connection_lost()
+        self.report(error)
+
+
+async def _call_listener(listener: ExceptionListener, error: JMSException) -> None:
+    try:
+        result = listener(error)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:  # the application's: logged, never raised into jmslike
+        log.exception("the ExceptionListener raised")
+
+
+class _Events:
+    """The wire's events, on the loop: route MESSAGE frames to their consumer, report the rest. A wire that is
+    not (or no longer) the connection's own -- a client-ID claim being made, the wire it replaced -- is its
+    opener's business."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self.wire: AsyncStompWire | None = None
+
+    def _current(self) -> bool:
+        return self.wire is not None and self._connection.owns(self.wire)
+
+    def on_message(self, frame: Frame) -> None:
+        connection = self._connection
+        incoming = connection.adapter.decode_message(frame)
+        consumer = connection.consumer_for(incoming.sub_id)
+        if consumer is None:
+            log.debug("message for detached subscription %r not delivered", incoming.sub_id)
+            return
+        consumer.enqueue(incoming)
+
+    def on_error(self, error: JMSException) -> None:
+        if self._current():
+            self._connection.report(error)
+
+    def on_lost(self, error: ConnectionLostException) -> None:
+        if self._current():
+            self._connection.on_lost(error)

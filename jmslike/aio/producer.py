@@ -1,0 +1,83 @@
+"""``jmslike.aio``'s MessageProducer: ``await producer.send(message)``, with the threaded producer's settings.
+
+Settings, ``send``'s overloads and the stamping of the message are :mod:`jmslike.producer_settings`', shared
+with the threaded producer; the session decides how the send waits (:meth:`jmslike.aio.session.Session.send`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from jmslike.destinations import Destination
+from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
+from jmslike.producer_settings import ProducerSettings, outgoing_message
+
+if TYPE_CHECKING:
+    from jmslike.aio.session import Session
+
+log = logging.getLogger(__name__)
+
+
+class MessageProducer(ProducerSettings):
+    """``javax.jms.MessageProducer`` on the event loop: ``session.createProducer(destination or None)``."""
+
+    def __init__(self, session: Session, destination: Destination | None) -> None:
+        super().__init__(destination)
+        self._session = session
+        self._closed = False
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the producer is closed")
+        self._session.check_open()
+
+    async def send(self, *args: Any) -> None:
+        """``await send(message[, deliveryMode, priority, timeToLive])`` or, for a producer created without a
+        destination, ``await send(destination, message[, ...])``. PERSISTENT and transacted sends return once
+        the broker has the message; a NON_PERSISTENT one outside a transaction once it is written (module
+        docstring of jmslike.aio.session)."""
+        self.check_open()
+        self.raise_failed_send()
+        destination, message, mode, priority, ttl = self.resolve_send(args)
+        if not isinstance(destination, Destination):
+            raise InvalidDestinationException(f"cannot send to {destination!r}")
+        if self._delivery_delay:
+            raise JMSException(
+                "jmslike.aio does not send with a delivery delay yet: setDeliveryDelay(0), or use the threaded API"
+            )
+        connection = self._session.connection
+        outgoing = outgoing_message(
+            message,
+            destination,
+            mode,
+            priority,
+            ttl,
+            0,
+            self.next_message_id(),
+            stamp_time=not self._disable_timestamp,
+            reserved=connection.adapter.reserved_headers,
+            origin=connection.connection_id,
+        )
+        await self._session.send(self, outgoing)
+
+    async def close(self) -> None:
+        """Close once the session's unwaited sends are confirmed (bounded by the receipt timeout); raise the
+        error of one the broker refused that no call reported yet (the producer is closed all the same)."""
+        if not self._closed and not await self._session.settle_sends():
+            log.warning("closing a producer whose asynchronous sends are still unconfirmed")
+        error = self.close_quietly()
+        if error is not None:
+            raise error
+
+    def close_quietly(self) -> JMSException | None:
+        """Close without waiting; the unreported error of an unwaited send, returned."""
+        self._closed = True
+        self._session.remove_producer(self)
+        return self.take_failed_send()
+
+    async def __aenter__(self) -> MessageProducer:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

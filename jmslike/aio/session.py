@@ -1,0 +1,719 @@
+"""``jmslike.aio``'s Session: delivery, acknowledgement and transactions on the event loop, no thread.
+
+The JMS rules are the threaded :class:`~jmslike.session.Session`'s, and where a rule is pure it is the same code
+(:mod:`~jmslike.delivery`, :func:`~jmslike.consumer.client_accepts`, :func:`~jmslike.consumer.build_message`,
+:class:`~jmslike.send_window.SendPlaces`, :mod:`~jmslike.transaction_outcomes`):
+
+- one delivery at a time per session: listeners run in one task per session, one message at a time; a
+  ``receive`` hands out the next message of its consumer;
+- AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE acknowledge a message once ``receive`` returned it or its listener
+  returned; CLIENT_ACKNOWLEDGE acknowledges everything delivered so far (``await message.acknowledge()`` or
+  ``await session.acknowledge()``); INDIVIDUAL_ACKNOWLEDGE one message;
+- ``recover()`` and ``rollback()`` redeliver locally, oldest first, flagged redelivered;
+- ``commit()`` returns only once the broker has the transaction (and, where it confirms a transaction's
+  sends only after COMMIT, each of them); an unknown outcome is a JMSException, never
+  TransactionRolledBackException;
+- a NON_PERSISTENT send outside a transaction does not wait for its receipt, bounded by the send window; its
+  error reaches the ExceptionListener and the producer's next call; ``close`` and ``commit`` wait for them.
+
+The wake-up of waiting coroutines is one ``asyncio.Event`` per session, replaced at every wake: a waiter holds
+the event it saw, so no wake-up between its check and its wait is lost (everything runs on the loop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from jmslike.adapters.async_wire import AsyncPending
+from jmslike.constants import AcknowledgeMode, DeliveryMode
+from jmslike.consumer import build_message, client_accepts, parse_selector
+from jmslike.contract import IncomingMessage, OutgoingMessage, SubscriptionSpec
+from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, cumulative
+from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    InvalidDestinationException,
+    JMSException,
+    JMSTimeoutException,
+    TransactionRolledBackException,
+    UnsupportedFeatureException,
+)
+from jmslike.message_factory import MessageFactoryMethods
+from jmslike.messages import Message
+from jmslike.send_window import SendPlaces
+from jmslike.serializers import SerializerRegistry
+from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
+
+if TYPE_CHECKING:
+    from jmslike.aio.connection import Connection
+    from jmslike.aio.consumer import MessageConsumer
+    from jmslike.aio.producer import MessageProducer
+
+log = logging.getLogger(__name__)
+
+_ACK_ON_DELIVERY = (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
+_ACK_LATER = (
+    AcknowledgeMode.CLIENT_ACKNOWLEDGE,
+    AcknowledgeMode.SESSION_TRANSACTED,
+    AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
+)
+
+
+class Session(MessageFactoryMethods):
+    """``javax.jms.Session`` on the event loop: ``await connection.createSession(...)``; ``async with`` closes."""
+
+    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
+    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
+    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
+    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
+    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE
+
+    _tx_ids = itertools.count(1)
+
+    def __init__(self, connection: Connection, acknowledge_mode: int) -> None:
+        self._connection = connection
+        self._mode = acknowledge_mode
+        self._consumers: list[MessageConsumer] = []
+        self._closing: list[MessageConsumer] = []  # closed, detach deferred until what they delivered settles
+        self._orphans: dict[MessageConsumer, list[IncomingMessage]] = {}  # go back to the broker at detach
+        self._producers: list[MessageProducer] = []
+        self._unacked: list[tuple[MessageConsumer, Pending]] = []
+        self._tx: str | None = None
+        self._deferred: list[AsyncPending] = []  # transactional sends the broker answers only after COMMIT
+        self._rollback_only: str | None = None
+        self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
+        self._closed = False
+        self._stopping = False
+        config = connection.config
+        self._places = SendPlaces(
+            config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
+        )
+        self._changed = asyncio.Event()
+        self._dispatcher: asyncio.Task[None] | None = None
+        self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
+        self._recover_current = False
+        self._rr = 0
+
+    # -- properties and factories ------------------------------------------------------------------------
+
+    @property
+    def connection(self) -> Connection:
+        return self._connection
+
+    @property
+    def transacted(self) -> bool:
+        return self._mode == AcknowledgeMode.SESSION_TRANSACTED
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    @property
+    def serializer_registry(self) -> SerializerRegistry:
+        return self._connection.serializers
+
+    def getTransacted(self) -> bool:
+        self.check_open()
+        return self.transacted
+
+    def getAcknowledgeMode(self) -> int:
+        self.check_open()
+        return self._mode
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the session is closed")
+        self._connection.check_open()
+
+    def createProducer(self, destination: Destination | None = None) -> MessageProducer:
+        """A MessageProducer for ``destination``, or one that names it per send (None)."""
+        from jmslike.aio.producer import MessageProducer
+
+        self.check_open()
+        if destination is not None:
+            _check_destination(destination)
+        producer = MessageProducer(self, destination)
+        self._producers.append(producer)
+        return producer
+
+    async def createConsumer(
+        self, destination: Destination, messageSelector: str | None = None, noLocal: bool = False
+    ) -> MessageConsumer:
+        """A consumer of a queue or topic; the broker subscription exists when this returns."""
+        from jmslike.aio.consumer import MessageConsumer
+
+        self.check_open()
+        _check_destination(destination)
+        adapter = self._connection.adapter
+        parsed = parse_selector(adapter, messageSelector, destination)
+        spec = SubscriptionSpec(
+            sub_id=self._connection.next_sub_id(),
+            destination=destination,
+            selector=parsed.render() if parsed is not None else None,
+            no_local=bool(noLocal) and isinstance(destination, Topic),
+            client_id=self._connection.getClientID(),
+            prefetch=self._connection.config.prefetch,
+        )
+        if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE and adapter.cumulative_client_ack:
+            spec = dataclasses.replace(spec, cumulative_ack=True)
+        consumer = MessageConsumer(self, spec, parsed)
+        self._connection.register_consumer(consumer)
+        try:
+            await self._connection.in_worker(adapter.subscribe, self._connection.blocking_wire(), spec)
+        except BaseException:
+            self._connection.unregister_consumer(consumer)
+            raise
+        self._consumers.append(consumer)
+        return consumer
+
+    def remove_producer(self, producer: MessageProducer) -> None:
+        if producer in self._producers:
+            self._producers.remove(producer)
+
+    # -- delivery ------------------------------------------------------------------------------------------
+
+    def wake(self) -> None:
+        """Wake every coroutine of this session waiting for a change (a message, start, close, loss)."""
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def enqueue(self, consumer: MessageConsumer, incoming: IncomingMessage) -> None:
+        """From the wire's reader (on the loop): hand over and wake; a closed consumer's message goes back to
+        the broker when it detaches."""
+        pending = Pending(incoming, epoch=self._epoch)
+        if consumer.closed:
+            self._orphans.setdefault(consumer, []).append(incoming)
+            return
+        consumer.inbox.put(pending)
+        self.wake()
+
+    async def _take(self, consumer: MessageConsumer, deadline: float | None) -> Pending | None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if consumer.closed or self._closed:
+                return None
+            failure = self._connection.failure
+            if failure is not None:
+                raise ConnectionLostException(f"cannot receive: {failure}") from failure
+            if self._connection.started.is_set() and consumer.inbox:
+                return consumer.inbox.take()
+            changed = self._changed
+            if deadline is None:
+                await changed.wait()
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return None
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                return None
+
+    async def receive_for(self, consumer: MessageConsumer, deadline: float | None) -> Message | None:
+        """The next message of ``consumer`` (None when ``deadline``, loop time, passes or it is closed)."""
+        while True:
+            pending = await self._take(consumer, deadline)
+            if pending is None:
+                return None
+            message = await self._deliver(consumer, pending)
+            if message is None:
+                continue
+            if self._mode in _ACK_ON_DELIVERY:
+                await self._ack_now(pending)
+            return message
+
+    async def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
+        """A pending delivery as a Message, or dropped (expired, or not for this subscription) with its ack."""
+        incoming = pending.incoming
+        connection = self._connection
+        if incoming.expired() or not client_accepts(
+            incoming,
+            connection.adapter,
+            connection.connection_id,
+            no_local=consumer.client_no_local,
+            selector=consumer.client_selector,
+        ):
+            await self._drop(consumer, pending)
+            return None
+        message = build_message(
+            incoming,
+            connection.adapter.reserved_headers,
+            connection.serializers,
+            redelivered=pending.redelivered,
+            delivery_count=pending.delivery_count,
+        )
+        if self._mode in _ACK_LATER:
+            self._unacked.append((consumer, pending))
+            generation = pending.epoch
+            if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
+                message.bind_acknowledger(lambda: self._acknowledge_all(generation))
+            elif self._mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
+                message.bind_acknowledger(lambda: self._acknowledge_one(pending, generation))
+        return message
+
+    async def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """Acknowledged at once, except on a cumulative subscription, where its ACK would also acknowledge what
+        the application has not: the next acknowledge() settles it."""
+        if cumulative(consumer, pending) and self._mode not in _ACK_ON_DELIVERY:
+            self._unacked.append((consumer, pending))
+        else:
+            await self._ack_now(pending)
+
+    async def _ack_now(self, pending: Pending) -> None:
+        """One ACK without a receipt; a delivery from before a connection loss belongs to the broker again."""
+        if pending.epoch != self._epoch or pending.incoming.local:
+            return
+        try:
+            await self._connection.wire.post(self._connection.adapter.ack_frame(pending.incoming, None))
+        except ConnectionLostException:
+            log.debug("ack lost with the connection; the broker will redeliver")
+
+    # -- acknowledgement -----------------------------------------------------------------------------------
+
+    def _check_generation(self, generation: int) -> None:
+        if generation != self._epoch:
+            raise ConnectionLostException(
+                "this message was delivered before the connection was lost; it cannot be acknowledged any more: "
+                "the broker redelivers it (flagged redelivered)"
+            )
+
+    async def acknowledge(self) -> None:
+        """CLIENT_ACKNOWLEDGE: acknowledge everything this session delivered so far (JMS 2.0
+        ``JMSContext.acknowledge()``); nothing in the other modes, as JMS says."""
+        self.check_open()
+        if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
+            await self._acknowledge_all(self._epoch)
+
+    async def _acknowledge_all(self, generation: int) -> None:
+        self.check_open()
+        self._check_generation(generation)
+        batch, self._unacked = self._unacked, []
+        try:
+            await self._send_acks(acks_for(batch), None)
+        except JMSException:
+            if all(p.epoch == self._epoch for _, p in batch):  # not acknowledged after all: still owed
+                self._unacked[:0] = batch
+            raise
+        finally:
+            await self._release_closed()
+
+    async def _acknowledge_one(self, pending: Pending, generation: int) -> None:
+        self.check_open()
+        self._check_generation(generation)
+        entry = next(((c, p) for c, p in self._unacked if p is pending), None)
+        if entry is None:
+            return
+        self._unacked.remove(entry)
+        try:
+            await self._send_acks([pending], None)
+        except JMSException:
+            if pending.epoch == self._epoch:
+                self._unacked.insert(0, entry)
+            raise
+        finally:
+            await self._release_closed()
+
+    async def _send_acks(self, batch: list[Pending], transaction: str | None) -> None:
+        """ACK frames for ``batch``; the last one with a receipt, so the broker has them all on return."""
+        batch = [p for p in batch if not p.incoming.local]
+        if not batch:
+            return
+        wire = self._connection.wire
+        adapter = self._connection.adapter
+        for pending in batch[:-1]:
+            await wire.post(adapter.ack_frame(pending.incoming, transaction))
+        await wire.request(adapter.ack_frame(batch[-1].incoming, transaction))
+
+    def _redeliver_locally(self, entries: list[tuple[MessageConsumer, Pending]]) -> None:
+        """Put delivered messages back at the front of their inboxes, in their original order."""
+        for consumer, pending in reversed(entries):
+            if consumer.closed:
+                self._orphans.setdefault(consumer, []).insert(0, pending.incoming)
+            else:
+                consumer.inbox.put_back(pending.again())
+        self.wake()
+
+    async def recover(self) -> None:
+        """Redeliver from the oldest unacknowledged message, flagged redelivered."""
+        self.check_open()
+        if self.transacted:
+            raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
+        batch, self._unacked = self._unacked, []
+        if self._current is not None and asyncio.current_task() is self._dispatcher:
+            self._recover_current = True
+        self._redeliver_locally(batch)
+        await self._release_closed()
+
+    # -- transactions -------------------------------------------------------------------------------------
+
+    async def _transaction_for_send(self) -> str | None:
+        """The STOMP transaction a send joins (BEGIN on first use), or None outside transactions."""
+        if not self.transacted:
+            return None
+        if self._rollback_only is not None:
+            raise TransactionRolledBackException(
+                f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
+            )
+        if self._tx is None:
+            tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
+            await self._connection.wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
+            self._tx = tx
+        return self._tx
+
+    async def commit(self) -> None:
+        """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
+        (ConnectionLostException for a loss) when the outcome is unknown."""
+        self.check_open()
+        if not self.transacted:
+            raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
+        if not await self.settle_sends():
+            raise JMSException(
+                "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
+                "was not committed; call rollback() and send again"
+            )
+        rollback_only, tx, epoch = self._rollback_only, self._tx, self._epoch
+        consumed = list(self._unacked)
+        deferred = list(self._deferred)
+        if rollback_only is not None:
+            await self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
+        if not consumed and tx is None:
+            return
+        adapter = self._connection.adapter
+        acks_in_transaction = adapter.capabilities.transactional_acks
+        try:
+            if tx is None:  # only consumed messages: the broker transaction for their ACKs starts now
+                tx = await self._transaction_for_send()
+                assert tx is not None
+            wire = self._connection.wire
+            if acks_in_transaction:
+                for _, pending in consumed:
+                    if not pending.incoming.local:
+                        await wire.post(adapter.ack_frame(pending.incoming, tx))
+            if self._epoch != epoch or self._rollback_only is not None:
+                raise ConnectionLostException("the connection to the broker was lost during the transaction")
+        except JMSException as exc:
+            await self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
+        try:
+            await wire.request(adapter.transaction_frame("COMMIT", tx))
+        except ConnectionLostException as exc:
+            await self._forget_transaction(consumed)
+            raise commit_lost() from exc
+        except JMSTimeoutException as exc:
+            await self._forget_transaction(consumed)
+            raise commit_in_doubt() from exc
+        except JMSException as exc:
+            await self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
+        await self._forget_transaction(consumed)
+        await self._await_deferred(deferred)
+        if not acks_in_transaction:
+            # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
+            # flagged redelivered (at-least-once for consumption on such brokers).
+            try:
+                await self._send_acks([p for _, p in consumed], None)
+            except JMSException as exc:
+                self._connection.report(exc)
+
+    async def _await_deferred(self, deferred: list[AsyncPending]) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
+        for item in deferred:
+            answered = await item.answered(max(0.0, deadline - loop.time()))
+            error = deferred_receipt_error(answered, item.error)
+            if error is not None:
+                raise error
+
+    async def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
+        """The transaction is over (committed, or its outcome reported as unknown): the next starts clean."""
+        done = {id(p) for _, p in consumed}
+        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
+        self._tx = None
+        self._deferred = []
+        self._rollback_only = None
+        await self._release_closed()
+
+    async def rollback(self) -> None:
+        """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
+        self.check_open()
+        if not self.transacted:
+            raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
+        await self.settle_sends()
+        await self._rollback_local(redeliver=True)
+
+    async def _rollback_local(self, redeliver: bool) -> None:
+        tx, self._tx = self._tx, None
+        self._rollback_only = None
+        self._deferred = []  # aborted sends are never answered
+        if tx is not None and self._connection.failure is None:
+            try:
+                await self._connection.wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
+            except ConnectionLostException:
+                log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+        batch, self._unacked = self._unacked, []
+        if redeliver:
+            self._redeliver_locally(batch)
+        else:  # closing: they go back to the broker when their consumers detach
+            for consumer, pending in batch:
+                self._orphans.setdefault(consumer, []).append(pending.incoming)
+        await self._release_closed()
+
+    # -- sending --------------------------------------------------------------------------------------------
+
+    async def send(self, producer: MessageProducer, outgoing: OutgoingMessage) -> None:
+        """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring)."""
+        connection = self._connection
+        tx = await self._transaction_for_send()
+        frame = connection.adapter.send_frame(outgoing, tx)
+        wire = connection.wire
+        if tx is not None and not connection.adapter.transactional_send_receipts:
+            # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
+            self._deferred.append(await wire.submit(frame, None))
+            return
+        if (
+            tx is not None
+            or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
+            or connection.config.force_sync_send
+        ):
+            await wire.request(frame)
+            return
+        size = len(frame.body)
+        await self._take_place(size)
+
+        def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
+            self._places.release(size)
+            self.wake()
+            if isinstance(error, ConnectionLostException):
+                producer.note_lost_send(error)
+            elif error is not None:
+                producer.note_failed_send(error)
+                connection.report(error)
+
+        try:
+            await wire.submit(frame, settled)
+        except JMSException:
+            self._places.release(size)
+            self.wake()
+            raise
+
+    async def _take_place(self, size: int) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
+        while not self._places.try_take(size):
+            changed = self._changed
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise self._places.stalled()
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                raise self._places.stalled() from None
+
+    async def settle_sends(self) -> bool:
+        """Wait (at most the receipt timeout) until every unwaited send is answered; False if some is not."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
+        while self._places.busy:
+            changed = self._changed
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                return False
+        return True
+
+    # -- listeners ------------------------------------------------------------------------------------------
+
+    def ensure_dispatcher(self) -> None:
+        if self._dispatcher is None or self._dispatcher.done():
+            self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch_loop())
+        self.wake()
+
+    def _next_for_listener(
+        self,
+    ) -> tuple[MessageConsumer, Callable[[Message], Awaitable[None] | None]] | None:
+        """Round robin over consumers with a listener and a message, so none starves another."""
+        if self._stopping or not self._connection.started.is_set() or self._connection.failure is not None:
+            return None
+        count = len(self._consumers)
+        for step in range(count):
+            consumer = self._consumers[(self._rr + step) % count]
+            listener = consumer.listener
+            if listener is not None and consumer.inbox and not consumer.closed:
+                self._rr = (self._rr + step + 1) % count
+                return consumer, listener
+        return None
+
+    async def _dispatch_loop(self) -> None:
+        while not self._closed:
+            changed = self._changed
+            found = self._next_for_listener()
+            if found is None:
+                await changed.wait()
+                continue
+            consumer, listener = found
+            pending = consumer.inbox.take()
+            try:
+                message = await self._deliver(consumer, pending)
+            except JMSException as exc:  # the session's own failure, not the listener's: report, keep serving
+                self._connection.report(exc)
+                continue
+            if message is None:
+                continue
+            self._current = (consumer, pending)
+            self._recover_current = False
+            try:
+                result = listener(message)
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("a MessageListener raised; JMS: the message is redelivered (AUTO/DUPS_OK)")
+                failed = True
+            else:
+                failed = False
+            finally:
+                self._current = None
+                self.wake()  # stop() and close() wait for the listener to return
+            try:
+                await self._after_listener(consumer, pending, failed)
+            except JMSException as exc:
+                self._connection.report(exc)
+
+    async def _after_listener(self, consumer: MessageConsumer, pending: Pending, failed: bool) -> None:
+        if self._mode not in _ACK_ON_DELIVERY:
+            await self._release_closed()
+            return
+        if self._recover_current or (failed and pending.local_redeliveries < MAX_LISTENER_REDELIVERIES):
+            self._redeliver_locally([(consumer, pending)])
+        elif failed:  # given back to the broker when its consumer detaches, never dropped
+            self._orphans.setdefault(consumer, []).append(pending.incoming)
+        else:
+            await self._ack_now(pending)
+        await self._release_closed()
+
+    async def idle(self) -> None:
+        """Return once no listener of this session is running (Connection.stop, close)."""
+        if asyncio.current_task() is self._dispatcher and self._dispatcher is not None:
+            return
+        while self._current is not None:
+            await self._changed.wait()
+
+    # -- closing --------------------------------------------------------------------------------------------
+
+    async def consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
+        """A consumer stopped taking messages: detach it now, or once what it delivered is settled."""
+        if consumer in self._consumers:
+            self._consumers.remove(consumer)
+        self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
+        owed = any(c is consumer for c, _ in self._unacked) or (
+            self._current is not None and self._current[0] is consumer
+        )
+        self.wake()
+        if owed:
+            self._closing.append(consumer)
+        else:
+            await self._detach(consumer)
+
+    async def _release_closed(self) -> None:
+        current = self._current[0] if self._current is not None else None
+        settled = [c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)]
+        self._closing = [c for c in self._closing if c not in settled]
+        for consumer in settled:
+            await self._detach(consumer)
+
+    async def _detach(self, consumer: MessageConsumer) -> None:
+        """End the broker subscription (the adapter's round trip, in a worker thread); what the consumer held
+        unacknowledged goes back to the broker."""
+        connection = self._connection
+        loop = asyncio.get_running_loop()
+
+        async def hand_back() -> list[IncomingMessage]:
+            return [m for m in self._orphans.pop(consumer, []) if not m.local]
+
+        def held() -> list[IncomingMessage]:  # in the worker thread: collected on the loop
+            return asyncio.run_coroutine_threadsafe(hand_back(), loop).result()
+
+        if connection.failure is None and not connection.wire_closed:
+            try:
+                await connection.in_worker(
+                    connection.adapter.detach, connection.blocking_wire(), consumer.spec, held
+                )
+            except JMSException as exc:  # a lost connection detaches everything anyway
+                log.debug("detach of %s failed: %s", consumer.spec.sub_id, exc)
+        connection.unregister_consumer(consumer)
+        self._orphans.pop(consumer, None)
+
+    async def close(self) -> None:
+        """Close: unwaited sends settled, an open transaction rolled back, consumers detached (what they hold
+        unacknowledged goes back to the broker). A listener may not close its own session."""
+        if self._closed:
+            return
+        if asyncio.current_task() is self._dispatcher and self._dispatcher is not None:
+            raise IllegalStateException(
+                "a MessageListener may not close its own session (close waits for it)"
+            )
+        self._stopping = True
+        self.wake()
+        await self.idle()
+        if self._connection.failure is None:
+            if not await self.settle_sends():
+                log.warning("closing a session whose asynchronous sends are still unconfirmed")
+            if self.transacted:
+                await self._rollback_local(redeliver=False)
+        for consumer in list(self._consumers) + list(self._closing):
+            buffered = consumer.stop_taking()
+            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
+        for consumer, pending in self._unacked:  # never acknowledged: the broker has them again
+            self._orphans.setdefault(consumer, []).append(pending.incoming)
+        self._unacked = []
+        for consumer in list(self._consumers) + list(self._closing):
+            await self._detach(consumer)
+        self._consumers, self._closing = [], []
+        for producer in list(self._producers):
+            producer.close_quietly()
+        self._closed = True
+        self.wake()
+        dispatcher = self._dispatcher
+        if dispatcher is not None and not dispatcher.done():
+            dispatcher.cancel()
+        self._connection.remove_session(self)
+
+    def on_connection_lost(self) -> None:
+        """The broker has every unacknowledged delivery again: forget them, fail the open transaction."""
+        self._epoch += 1
+        for consumer in self._consumers:
+            consumer.inbox.clear()
+        self._unacked = []
+        if self._tx is not None:
+            self._rollback_only = "the connection to the broker was lost during the transaction"
+        self.wake()
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<aio.Session ack_mode={self._mode} {'closed' if self._closed else 'open'}>"
+
+
+def _check_destination(destination: object) -> None:
+    if not isinstance(destination, Destination):
+        raise InvalidDestinationException(
+            f"expected a Queue or Topic (session.createQueue/createTopic), got {destination!r}"
+        )
+    if isinstance(destination, TemporaryQueue | TemporaryTopic):
+        raise UnsupportedFeatureException(
+            "jmslike.aio", "temporary destinations (not yet; the threaded API has them)"
+        )

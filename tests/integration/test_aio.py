@@ -1,0 +1,302 @@
+"""jmslike.aio against the real brokers: the JMS rules of the threaded API, awaited, with no thread on the data path.
+
+Each test runs one coroutine on a fresh event loop (``asyncio.run``) against the broker the plugin launched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from jmslike import DeliveryMode
+from jmslike.aio import Connection, ConnectionFactory, Session
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    InvalidClientIDException,
+    JMSException,
+)
+from jmslike.messages import Message, TextMessage
+
+DEADLINE_S = 30.0
+RECEIVE_MS = 10_000
+
+
+def run(body: Callable[[], Awaitable[None]]) -> None:
+    async def bounded() -> None:
+        async with asyncio.timeout(DEADLINE_S):
+            await body()
+
+    asyncio.run(bounded())
+
+
+def name(kind: str) -> str:
+    return f"aio-{kind}-{uuid.uuid4().hex[:8]}"
+
+
+async def open_connection(
+    broker: Any, url: str, client_id: str | None = None, start: bool = True
+) -> Connection:
+    connection = await ConnectionFactory(url, clientID=client_id).createConnection(
+        broker.user, broker.password
+    )
+    if start:
+        await connection.start()
+    return connection
+
+
+def text(message: Message | None) -> str | None:
+    assert isinstance(message, TextMessage), message
+    return message.getText()
+
+
+def test_a_persistent_message_round_trip_with_its_headers(broker: Any, url: str) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(name("q"))
+            consumer = await session.createConsumer(queue)
+            producer = session.createProducer(queue)
+            sent = session.createTextMessage("hello")
+            sent.setStringProperty("colour", "blue")
+            sent.setIntProperty("n", 7)
+            await producer.send(sent)
+            got = await consumer.receive(RECEIVE_MS)
+            assert text(got) == "hello"
+            assert got is not None
+            assert got.getJMSMessageID() == sent.getJMSMessageID() is not None
+            assert got.getJMSDestination() == queue
+            assert got.getJMSDeliveryMode() == DeliveryMode.PERSISTENT
+            assert got.getStringProperty("colour") == "blue"
+            assert got.getIntProperty("n") == 7
+            assert got.getJMSRedelivered() is False
+            assert await consumer.receiveNoWait() is None
+        # AUTO acknowledged: nothing comes back to a new connection
+        async with await open_connection(broker, url) as again:
+            session = await again.createSession()
+            consumer = await session.createConsumer(queue)
+            assert await consumer.receive(500) is None
+
+    run(body)
+
+
+def test_async_for_and_a_coroutine_listener_see_every_message_in_order(broker: Any, url: str) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession()
+            topic = session.createTopic(name("t"))
+            iterated = await session.createConsumer(topic)
+            listened_session = await connection.createSession()
+            listened = await listened_session.createConsumer(topic)
+            seen: list[str] = []
+            running = 0
+            overlapped = False
+            all_seen = asyncio.Event()
+
+            async def on_message(message: Message) -> None:
+                nonlocal running, overlapped
+                running += 1
+                overlapped = overlapped or running > 1
+                await asyncio.sleep(0)  # a coroutine listener may await; the next delivery still waits
+                seen.append(text(message) or "")
+                running -= 1
+                if len(seen) == 20:
+                    all_seen.set()
+
+            listened.setMessageListener(on_message)
+            with pytest.raises(IllegalStateException):
+                await listened.receive(10)
+            producer = session.createProducer(topic)
+            for i in range(20):
+                await producer.send(session.createTextMessage(f"m{i}"))
+            got: list[str] = []
+            async for message in iterated:
+                got.append(text(message) or "")
+                if len(got) == 20:
+                    break
+            await asyncio.wait_for(all_seen.wait(), DEADLINE_S / 2)
+            expected = [f"m{i}" for i in range(20)]
+            assert got == expected
+            assert seen == expected
+            assert not overlapped
+
+    run(body)
+
+
+def test_client_acknowledge_recover_and_acknowledge(broker: Any, url: str) -> None:
+    async def body() -> None:
+        queue_name = name("q")
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.CLIENT_ACKNOWLEDGE)
+            queue = session.createQueue(queue_name)
+            producer = session.createProducer(queue)
+            for i in range(3):
+                await producer.send(session.createTextMessage(f"m{i}"))
+            consumer = await session.createConsumer(queue)
+            first = [await consumer.receive(RECEIVE_MS) for _ in range(3)]
+            assert [text(m) for m in first] == ["m0", "m1", "m2"]
+            await session.recover()
+            again = [await consumer.receive(RECEIVE_MS) for _ in range(3)]
+            assert [text(m) for m in again] == ["m0", "m1", "m2"]
+            assert all(m is not None and m.getJMSRedelivered() for m in again)
+            assert again[0] is not None
+            assert again[0].getIntProperty("JMSXDeliveryCount") == 2
+            await again[0].acknowledge()  # CLIENT: acknowledges all three
+        async with await open_connection(broker, url) as later:
+            session = await later.createSession()
+            consumer = await session.createConsumer(session.createQueue(queue_name))
+            assert await consumer.receive(500) is None
+
+    run(body)
+
+
+def test_unacknowledged_client_messages_go_back_to_the_broker_on_close(broker: Any, url: str) -> None:
+    async def body() -> None:
+        queue_name = name("q")
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.CLIENT_ACKNOWLEDGE)
+            queue = session.createQueue(queue_name)
+            await session.createProducer(queue).send(session.createTextMessage("kept"))
+            consumer = await session.createConsumer(queue)
+            assert text(await consumer.receive(RECEIVE_MS)) == "kept"
+        async with await open_connection(broker, url) as later:
+            session = await later.createSession()
+            consumer = await session.createConsumer(session.createQueue(queue_name))
+            got = await consumer.receive(RECEIVE_MS)
+            assert text(got) == "kept"
+            # Artemis flags it only after a connection failure, not after a clean close (docs/artemis.md).
+            flagged = later.adapter.capabilities.broker_redelivery_flag
+            assert got is not None and got.getJMSRedelivered() is flagged
+
+    run(body)
+
+
+def test_transactions_commit_and_roll_back_sends_and_receives(broker: Any, url: str) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            queue = session.createQueue(name("q"))
+            producer = session.createProducer(queue)
+            await producer.send(session.createTextMessage("rolled back"))
+            await session.rollback()
+            await producer.send(session.createTextMessage("a"))
+            await producer.send(session.createTextMessage("b"))
+            await session.commit()
+            consumer = await session.createConsumer(queue)
+            got = [text(await consumer.receive(RECEIVE_MS)) for _ in range(2)]
+            assert got == ["a", "b"]
+            await session.rollback()
+            redelivered = [await consumer.receive(RECEIVE_MS) for _ in range(2)]
+            assert [text(m) for m in redelivered] == ["a", "b"]
+            assert all(m is not None and m.getJMSRedelivered() for m in redelivered)
+            await session.commit()
+            assert await consumer.receive(500) is None
+            await session.commit()
+
+    run(body)
+
+
+def test_unwaited_non_persistent_sends_all_arrive_and_close_waits_for_them(broker: Any, url: str) -> None:
+    async def body() -> None:
+        count = 500
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession()
+            queue = session.createQueue(name("q"))
+            consumer = await session.createConsumer(queue)
+            producer = session.createProducer(queue)
+            producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+            for i in range(count):
+                await producer.send(session.createTextMessage(str(i)))
+            await producer.close()  # returns once the broker confirmed every one
+            assert not await _sends_pending(session)
+            got = [text(await consumer.receive(RECEIVE_MS)) for _ in range(count)]
+            assert got == [str(i) for i in range(count)]
+
+    run(body)
+
+
+async def _sends_pending(session: Session) -> bool:
+    return not await session.settle_sends()
+
+
+def test_no_jmslike_thread_carries_messages(broker: Any, url: str) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            sessions = [await connection.createSession() for _ in range(5)]
+            queue = sessions[0].createQueue(name("q"))
+            received: list[str] = []
+            done = asyncio.Event()
+
+            def on_message(message: Message) -> None:
+                received.append(text(message) or "")
+                if len(received) == 100:
+                    done.set()
+
+            for session in sessions:
+                (await session.createConsumer(queue)).setMessageListener(on_message)
+            before = {t.name for t in threading.enumerate()}
+            producer = sessions[0].createProducer(queue)
+            for i in range(100):
+                await producer.send(sessions[0].createTextMessage(str(i)))
+            await asyncio.wait_for(done.wait(), DEADLINE_S / 2)
+            during = {t.name for t in threading.enumerate()}
+            assert sorted(received, key=int) == [str(i) for i in range(100)]
+            assert not [t for t in during if t.startswith("jmslike")], during
+            assert during <= before | {threading.current_thread().name}
+
+    run(body)
+
+
+def test_a_client_id_held_by_one_connection_is_refused_to_another(broker: Any, url: str) -> None:
+    async def body() -> None:
+        client_id = name("id")
+        async with await open_connection(broker, url, client_id=client_id) as holder:
+            assert holder.getClientID() == client_id
+            with pytest.raises(InvalidClientIDException):
+                await open_connection(broker, url, client_id=client_id)
+            late = await open_connection(broker, url, start=False)
+            try:
+                await late.setClientID(name("other"))
+                with pytest.raises(IllegalStateException):
+                    await late.setClientID(name("third"))
+            finally:
+                await late.close()
+
+    run(body)
+
+
+def test_a_lost_connection_reaches_the_listener_and_every_waiting_receive(broker: Any, url: str) -> None:
+    async def body() -> None:
+        connection = await open_connection(broker, url)
+        reported: list[JMSException] = []
+        heard = asyncio.Event()
+
+        async def on_exception(error: JMSException) -> None:
+            reported.append(error)
+            heard.set()
+
+        connection.setExceptionListener(on_exception)
+        session = await connection.createSession()
+        consumer = await session.createConsumer(session.createQueue(name("q")))
+        waiting = asyncio.create_task(consumer.receive())
+        await asyncio.sleep(0)
+        connection.wire.kill_socket()
+        with pytest.raises(ConnectionLostException):
+            await asyncio.wait_for(waiting, DEADLINE_S / 2)
+        await asyncio.wait_for(heard.wait(), DEADLINE_S / 2)
+        assert isinstance(reported[0], ConnectionLostException)
+        with pytest.raises(ConnectionLostException):
+            await session.createProducer(session.createQueue(name("q"))).send(session.createTextMessage("x"))
+        await connection.close()
+
+    run(body)
+
+
+def test_a_url_asking_to_reconnect_is_refused_not_ignored(url: str) -> None:
+    with pytest.raises(JMSException, match="does not reconnect yet"):
+        ConnectionFactory(url + ("&" if "?" in url else "?") + "reconnect=true")
