@@ -14,6 +14,7 @@ keeps the data path (send, receive, acknowledge, commit) on the loop.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import itertools
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -179,6 +180,17 @@ class AsyncStompWire(WireBase[AsyncPending]):
         self._check_usable(frame)
         await self._write(frame, None, [])
 
+    def post_nowait(self, frame: Frame) -> None:
+        """Send without a receipt and without waiting for the transport to drain (no await: a coroutine
+        cancelled right after cannot have the frame half done); the next awaited write drains it."""
+        self._check_usable(frame)
+        try:
+            self._connection.write(self._prepare(frame))
+        except SocketClosed as exc:
+            error, reason = self._write_failure(frame, exc)
+            self._connection.abort(reason)
+            raise error from exc
+
     def _connect_answered_hook(self) -> None:
         self._connected.set()
 
@@ -204,10 +216,12 @@ class BlockingView:
     worker thread while the loop serves the wire. Called on the loop's own thread it would wait for itself:
     that raises IllegalStateException instead of hanging."""
 
-    def __init__(self, wire: AsyncStompWire, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, wire: AsyncStompWire, loop: asyncio.AbstractEventLoop, timeout_s: float) -> None:
+        """``timeout_s``: the longest a call waits for the loop (beyond the wire's own receipt timeout)."""
         self._wire = wire
         self._loop = loop
         self._loop_thread = threading.get_ident()
+        self._timeout_s = timeout_s
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         if threading.get_ident() == self._loop_thread:
@@ -215,7 +229,12 @@ class BlockingView:
             raise IllegalStateException(
                 "a blocking wire call on the event loop's thread would wait for itself"
             )
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        try:
+            return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(self._timeout_s)
+        except concurrent.futures.TimeoutError:
+            raise JMSTimeoutException(
+                f"the event loop did not run this wire call within {self._timeout_s:.1f}s (is it still running?)"
+            ) from None
 
     @property
     def host(self) -> tuple[str, int]:

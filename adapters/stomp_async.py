@@ -154,6 +154,15 @@ class AsyncStompConnection:
         """Write ``frame`` (with a receipt when asked: ``on_sent`` gets it before the bytes are handed to the
         transport), then wait until the transport has taken it. Raises SocketClosed, or WriteStalled after the
         write deadline (the connection is then dropped)."""
+        self.write(frame, receipt=receipt, on_sent=on_sent)
+        await self._drain(self._write_timeout_s)
+
+    def write(
+        self, frame: Frame, *, receipt: bool = False, on_sent: Callable[[Receipt], None] | None = None
+    ) -> None:
+        """Hand ``frame`` to the transport now, without waiting for it to drain: for small frames that must not
+        be split from what a coroutine does next by a cancellation point (an ACK of a message being returned).
+        The next :meth:`send` drains them under its deadline. Raises SocketClosed."""
         writer = self._writer
         if writer is None or self._ended or self._protocol.state != "connected":
             raise SocketClosed()
@@ -161,7 +170,6 @@ class AsyncStompConnection:
         if pending is not None and on_sent is not None:
             on_sent(pending)
         writer.write(data)  # no await since encoding: frames never interleave
-        await self._drain(self._write_timeout_s)
 
     async def _drain(self, timeout_s: float) -> None:
         writer = self._writer

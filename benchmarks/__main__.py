@@ -24,6 +24,7 @@ from jmslike.conformance.brokers import launch
 from jmslike.conformance.brokers.activemq import TransportConnector
 from jmslike.conformance.brokers.ports import free_port
 
+from . import aio_workloads as aio
 from . import java as j
 from . import launch_options
 from . import workloads as w
@@ -52,6 +53,9 @@ AUTO_PLAIN = "consume backlog, AUTO_ACK (raw: ack:auto)"
 DUPS = "consume backlog, DUPS_OK (raw: ack:auto)"
 FANOUT = "fan-out 1→10 durable (deliveries)"
 FANOUT_THREADED = "fan-out 1→10 durable (raw: listener thread)"
+PUB_AIO = "publish PERSISTENT, sync (asyncio API)"
+NONPERS_AIO = "publish NON_PERSISTENT (asyncio API; raw: receipts pipelined)"
+AUTO_AIO = "consume backlog, AUTO_ACK (asyncio API)"
 P50 = "latency p50"
 P99 = "latency p99"
 RSS = "peak RSS draining backlog"
@@ -146,6 +150,13 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
             runner.measure(pub, r, lambda side: w.publish_sync(bench, size, side))
             row = runner.row(ASYNC, size, target=ASYNC_TARGET, note="raw = raw synchronous persistent")
             runner.derive(row, r, pub, "raw", lambda: w.publish_async(bench, size, "jmslike"))
+            runner.derive(
+                runner.row(PUB_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+                r,
+                pub,
+                "raw",
+                lambda: aio.publish(bench, size, persistent=True),
+            )
             note = "raw = same frames, receipts pipelined (window 256)"
             runner.derive(
                 runner.row(ASYNC_RAW, size, note=note),
@@ -158,6 +169,13 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
             note = "jmslike unwaited, timed until confirmed; raw = receipt per send, window 256"
             same = runner.row(NONPERS, size, target=SAME_WORK_TARGET, note=note)
             runner.measure(same, r, lambda side: w.publish_non_persistent(bench, size, side))
+            runner.derive(
+                runner.row(NONPERS_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+                r,
+                same,
+                "raw",
+                lambda: aio.publish(bench, size, persistent=False),
+            )
             note = "raw = no receipts, one at the end (stomp.py as usually written)"
             runner.derive(
                 runner.row(NONPERS_FF, size, target=FIRE_AND_FORGET_TARGET, note=note),
@@ -169,6 +187,14 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
         if "consume" in only:
             auto = runner.row(AUTO, size, target=SAME_WORK_TARGET, note=f"{bench.backlog} messages")
             runner.measure(auto, r, lambda side: w.consume(bench, size, side, Session.AUTO_ACKNOWLEDGE))
+            note = f"jmslike.aio, {bench.backlog} messages; raw as above"
+            runner.derive(
+                runner.row(AUTO_AIO, size, target=SAME_WORK_TARGET, note=note),
+                r,
+                auto,
+                "raw",
+                lambda: aio.consume_auto(bench, size),
+            )
             client = runner.row(CLIENT, size, target=SAME_WORK_TARGET, note=f"{bench.backlog} messages")
             runner.measure(client, r, lambda side: w.consume(bench, size, side, Session.CLIENT_ACKNOWLEDGE))
             # The peer users would pick: raw stomp.py with ack:auto, against AUTO (same run) and DUPS_OK.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
-from jmslike.contract import Adapter, Frame, SilentConnectRefusal, Wire
+from jmslike.contract import Adapter, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import TEMPORARY_PREFIX, Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
@@ -41,6 +41,7 @@ from jmslike.failover import open_first
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import check_session_mode, session_mode
+from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
     from jmslike.consumer import MessageConsumer
@@ -193,7 +194,7 @@ class Connection(ConnectionDomainMethods):
         """CONNECT to one host, through the adapter. A broker that closes the socket without an ERROR frame
         is asked once more, as the ERROR with its reason may have raced the close (SilentConnectRefusal); the
         answer says why."""
-        events = _Events(self)
+        events = WireEventRouter(self)
         try:
             wire, connected = self.adapter.open_wire(self._config, host, client_id, events)
         except SilentConnectRefusal:
@@ -206,6 +207,10 @@ class Connection(ConnectionDomainMethods):
         events.wire = wire
         self._server = connected.get("server", "")
         return wire
+
+    def owns(self, wire: object) -> bool:
+        """Whether ``wire`` is this connection's current wire (not a client-ID claim, not one replaced)."""
+        return getattr(self, "wire", None) is wire  # None while the first wire is being opened
 
     def wire_for_use(self) -> Wire:
         """The current wire; while a reconnect is under way, wait for it (bounded) rather than fail."""
@@ -232,15 +237,7 @@ class Connection(ConnectionDomainMethods):
         """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2)."""
         with self._lock:
             self.check_open()
-            if self._client_id is not None:
-                raise IllegalStateException(
-                    f"client ID is already set to {self._client_id!r}; it can be set only once per connection"
-                )
-            if self._client_id_locked:
-                raise IllegalStateException(
-                    "setClientID must be called right after the connection is created, before any other "
-                    "call on it (JMS 1.1 §4.3.2); create a new connection and set the ID first"
-                )
+            check_client_id_settable(self._client_id, self._client_id_locked)
             check_client_id(clientID)
             new_wire = self._open_wire(clientID)  # raises InvalidClientIDException if the broker refuses
             old_wire, self.wire = self.wire, new_wire
@@ -567,38 +564,6 @@ class Connection(ConnectionDomainMethods):
         self.report(self._failed)
 
 
-class _Events:
-    """Receiver-thread callbacks of one wire; only routes and enqueues. Errors and loss of a wire that is
-    not (or no longer) the connection's own, such as a refused client-ID claim, are that wire's business:
-    its opener sees them as exceptions."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self.wire: Wire | None = None
-
-    def _current(self) -> bool:
-        return self.wire is not None and getattr(self._connection, "wire", None) is self.wire
-
-    def on_message(self, frame: Frame) -> None:
-        connection = self._connection
-        incoming = connection.adapter.decode_message(frame)
-        consumer = connection.subscriber_for(incoming.sub_id)
-        if consumer is None:
-            # Arrived after its consumer detached: ActiveMQ takes it back on its own; RabbitMQ keeps it with
-            # this connection until it closes (its STOMP refuses ACK/NACK after UNSUBSCRIBE).
-            log.debug("message for detached subscription %r not delivered", incoming.sub_id)
-            return
-        consumer.enqueue(incoming)
-
-    def on_error(self, error: JMSException) -> None:
-        if self._current():
-            self._connection.report(error)
-
-    def on_lost(self, error: ConnectionLostException) -> None:
-        if self._current():
-            self._connection.on_lost(error)
-
-
 def _context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, str | None, int]:
     """``createContext``'s forms, read: (userName, password, sessionMode)."""
     unknown = set(kwargs) - {"userName", "password", "sessionMode"}
@@ -616,6 +581,19 @@ def _context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[s
         given[name] = value
     mode = check_session_mode(given.get("sessionMode", AcknowledgeMode.AUTO_ACKNOWLEDGE))
     return given.get("userName"), given.get("password"), mode
+
+
+def check_client_id_settable(current: str | None, locked: bool) -> None:
+    """JMS 1.1 §4.3.2: a client ID is set once, right after the connection is created, before any other call."""
+    if current is not None:
+        raise IllegalStateException(
+            f"client ID is already set to {current!r}; it can be set only once per connection"
+        )
+    if locked:
+        raise IllegalStateException(
+            "setClientID must be called right after the connection is created, before any other "
+            "call on it (JMS 1.1 §4.3.2); create a new connection and set the ID first"
+        )
 
 
 def check_client_id(client_id: Any) -> None:

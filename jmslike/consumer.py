@@ -11,7 +11,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from jmslike import body_codec
 from jmslike.constants import DeliveryMode
@@ -81,22 +81,19 @@ class Inbox:
         return len(self._items)
 
 
-class MessageConsumer:
-    """``javax.jms.MessageConsumer``: ``receive``, ``receiveNoWait``, listeners; iterable as an extra."""
+class ConsumerBase:
+    """What a consumer is in every API (this module's and ``jmslike.aio``'s): its subscription, its selector
+    and who evaluates it, its inbox; the session decides delivery."""
 
-    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
-        self._session = session
+    def __init__(self, spec: SubscriptionSpec, selector: Selector | None, adapter: Adapter) -> None:
         self.spec = spec
         self._selector = selector
-        self._client_filter = (
-            selector is not None and session.connection.adapter.selector_placement(selector) == "client"
-        )
-        capabilities = session.connection.adapter.capabilities
-        self._client_no_local = spec.no_local and not capabilities.no_local
+        client_filter = selector is not None and adapter.selector_placement(selector) == "client"
+        #: The selector jmslike evaluates itself (None: the broker does, or there is none).
+        self.client_selector = selector if client_filter else None
+        #: noLocal filtered by jmslike, where the broker cannot.
+        self.client_no_local = spec.no_local and not adapter.capabilities.no_local
         self._inbox = Inbox()
-        self._listener: MessageListener | None = None
-
-    # -- JMS API --------------------------------------------------------------------------------------
 
     def getMessageSelector(self) -> str | None:
         """The selector as the application wrote it (the broker gets an equivalent normalised form)."""
@@ -105,6 +102,43 @@ class MessageConsumer:
 
     def getDestination(self) -> Destination:
         return self.spec.destination
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise IllegalStateException("the consumer is closed")
+        self._check_session_open()
+
+    def _check_session_open(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def closed(self) -> bool:
+        """Closed by the application (its inbox takes no more); the connection never re-subscribes it."""
+        return self._inbox.closed
+
+    @property
+    def inbox(self) -> Inbox:
+        """What the wire's reader delivered and nobody took yet; only the session changes it."""
+        return self._inbox
+
+    @property
+    def selector(self) -> Selector | None:
+        """The parsed selector (``getMessageSelector()`` gives its text)."""
+        return self._selector
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.destination} {'closed' if self.closed else 'open'}>"
+
+
+class MessageConsumer(ConsumerBase):
+    """``javax.jms.MessageConsumer``: ``receive``, ``receiveNoWait``, listeners; iterable as an extra."""
+
+    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
+        super().__init__(spec, selector, session.connection.adapter)
+        self._session = session
+        self._listener: MessageListener | None = None
+
+    # -- JMS API --------------------------------------------------------------------------------------
 
     def receive(self, timeout_ms: int | None = None) -> Message | None:
         """Wait for the next message; ``None``/0 waits forever (as JMS ``receive()``/``receive(0)``)."""
@@ -142,15 +176,8 @@ class MessageConsumer:
     def setMessageListener(self, listener: MessageListener | object | None) -> None:
         """Accepts a callable or an object with ``onMessage(message)`` (the Java shape)."""
         self.check_open()
-        if listener is not None and not callable(listener):
-            on_message = getattr(listener, "onMessage", None)
-            if on_message is None:
-                raise JMSException(
-                    f"a MessageListener must be callable or have onMessage(), got {listener!r}"
-                )
-            listener = on_message
-        self._listener = listener  # type: ignore[assignment]
-        if listener is not None:
+        self._listener = as_listener(listener)
+        if self._listener is not None:
             self._session.ensure_dispatcher()
 
     def getMessageListener(self) -> MessageListener | None:
@@ -198,34 +225,14 @@ class MessageConsumer:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.spec.destination} {'closed' if self.closed else 'open'}>"
-
-    def check_open(self) -> None:
-        if self.closed:
-            raise IllegalStateException("the consumer is closed")
+    def _check_session_open(self) -> None:
         self._session.check_open()
 
     # -- for the session and the connection -----------------------------------------------------------
 
     @property
-    def closed(self) -> bool:
-        """Closed by the application (its inbox takes no more); the connection never re-subscribes it."""
-        return self._inbox.closed
-
-    @property
-    def inbox(self) -> Inbox:
-        """What the receiver thread delivered and nobody took yet; only the session changes it."""
-        return self._inbox
-
-    @property
     def session(self) -> Session:
         return self._session
-
-    @property
-    def selector(self) -> Selector | None:
-        """The parsed selector (``getMessageSelector()`` gives its text)."""
-        return self._selector
 
     def end_now(self) -> None:
         """Closed and detached at once, with nothing owed: a persistence-filtered subscription's companion
@@ -245,8 +252,8 @@ class MessageConsumer:
             incoming,
             connection.adapter,
             connection.connection_id,
-            no_local=self._client_no_local,
-            selector=self._selector if self._client_filter else None,
+            no_local=self.client_no_local,
+            selector=self.client_selector,
         )
 
     def build_message(self, pending: Pending) -> Message:
@@ -493,6 +500,17 @@ def parse_selector(adapter: Adapter, text: str | None, destination: Destination)
             "the broker cannot filter and a client-side filter would consume other consumers' messages",
         )
     return parsed
+
+
+def as_listener(listener: object) -> Any:
+    """A MessageListener as the application gave it: a callable (in jmslike.aio a coroutine function too), an
+    object with ``onMessage(message)`` (the Java shape), or None (no listener)."""
+    if listener is None or callable(listener):
+        return listener
+    on_message = getattr(listener, "onMessage", None)
+    if on_message is None:
+        raise JMSException(f"a MessageListener must be callable or have onMessage(), got {listener!r}")
+    return on_message
 
 
 def client_accepts(

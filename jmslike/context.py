@@ -38,7 +38,7 @@ from jmslike.producer_settings import (
     check_priority,
     check_time_to_live,
 )
-from jmslike.session_mode import check_session_mode
+from jmslike.session_mode import SessionModes, check_session_mode
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection, ConnectionMetaData, ExceptionListener
@@ -90,14 +90,8 @@ class SharedConnection:
             return self._users == 0
 
 
-class JMSContext:
+class JMSContext(SessionModes):
     """``javax.jms.JMSContext``: a connection and a session; see the module docstring for its rules."""
-
-    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
-    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
-    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
-    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
-    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE
 
     def __init__(self, shared: SharedConnection, sessionMode: int) -> None:
         """Made by ``ConnectionFactory.createContext`` or ``JMSContext.createContext``, not directly."""

@@ -260,3 +260,13 @@ __all__ = [
     "UnsupportedFeatureRuntimeException",
     "UnsupportedOperationException",
 ]
+
+
+def as_jms_exception(exc: BaseException, text: str | None = None) -> JMSException:
+    """``exc`` as a JMSException for the ExceptionListener (itself when it is one and no ``text`` is given),
+    with ``text`` saying where it came from and ``exc`` as its cause."""
+    if isinstance(exc, JMSException) and text is None:
+        return exc
+    wrapped = JMSException(f"{text}: {exc!r}" if text else repr(exc))
+    wrapped.__cause__ = exc
+    return wrapped

@@ -42,6 +42,7 @@ from jmslike.exceptions import (
     MessageFormatException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
+    as_jms_exception,
 )
 from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import (
@@ -49,6 +50,7 @@ from jmslike.messages import (
 )
 from jmslike.send_window import SendWindow
 from jmslike.serializers import SerializerRegistry
+from jmslike.session_mode import SessionModes
 from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
@@ -59,14 +61,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class Session(MessageFactoryMethods, SessionDomainMethods):
+class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
     """``javax.jms.Session``. Not thread-safe for the application (as in JMS), safe against our threads."""
-
-    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
-    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
-    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
-    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
-    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE
 
     _tx_ids = itertools.count(1)
 
@@ -855,7 +851,7 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
                 else:
                     self._deliver_to_listener(*work)
             except Exception as exc:
-                self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
+                self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
             finally:
                 with self._cond:
                     self._current = None
@@ -876,7 +872,7 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
                 try:
                     self._detach(consumer)
                 except Exception as exc:
-                    self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
+                    self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
         finally:
             with self._cond:
                 self._busy = False
@@ -890,7 +886,9 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
         try:
             listener(message)
         except Exception as exc:
-            self._connection.report(_wrap(exc, f"message listener raised on {message.getJMSMessageID()}"))
+            self._connection.report(
+                as_jms_exception(exc, f"message listener raised on {message.getJMSMessageID()}")
+            )
             if auto:
                 if pending.local_redeliveries < MAX_LISTENER_REDELIVERIES:
                     self._redeliver_locally([(consumer, pending)])
@@ -965,7 +963,9 @@ class Session(MessageFactoryMethods, SessionDomainMethods):
                     try:
                         task()
                     except Exception as exc:
-                        self._connection.report(exc if isinstance(exc, JMSException) else _wrap(exc))
+                        self._connection.report(
+                            exc if isinstance(exc, JMSException) else as_jms_exception(exc)
+                        )
                     finally:
                         self._cond.acquire()
                 pending = self._window.busy or self._tasks or (self._in_callback and not mine)
@@ -1105,11 +1105,3 @@ def _check_subscription_name(name: Any) -> str:
     if any(ord(ch) < 32 or ch == "\x7f" for ch in name):
         raise JMSException(f"durable subscription name {name!r} contains control characters")
     return name
-
-
-def _wrap(exc: BaseException, text: str | None = None) -> JMSException:
-    if isinstance(exc, JMSException) and text is None:
-        return exc
-    wrapped = JMSException(f"{text}: {exc!r}" if text else repr(exc))
-    wrapped.__cause__ = exc
-    return wrapped

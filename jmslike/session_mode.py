@@ -98,3 +98,13 @@ def session_mode(*args: Any, **kwargs: Any) -> int:
             "Session.SESSION_TRANSACTED) or createSession(Session.SESSION_TRANSACTED)"
         )
     return mode
+
+
+class SessionModes:
+    """The session modes as a Session's own attributes (``Session.CLIENT_ACKNOWLEDGE``), in every API."""
+
+    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
+    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
+    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
+    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
+    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE

@@ -23,13 +23,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
 from jmslike.config import ConnectionConfig, parse_url
-from jmslike.connection import check_client_id
-from jmslike.contract import Adapter, Frame, SilentConnectRefusal
+from jmslike.connection import check_client_id, check_client_id_settable
+from jmslike.contract import Adapter, SilentConnectRefusal
 from jmslike.exceptions import ConnectionLostException, IllegalStateException, JMSException
 from jmslike.failover import open_first_async
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import session_mode
+from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
     from jmslike.aio.consumer import MessageConsumer
@@ -101,6 +102,7 @@ class Connection:
         self._exception_listener: ExceptionListener | None = None
         self._reports: set[asyncio.Task[None]] = set()
         self._wire: AsyncStompWire | None = None
+        self._closing: asyncio.Future[None] | None = None
 
     @classmethod
     async def open(
@@ -129,14 +131,15 @@ class Connection:
         """CONNECT to one host, then the adapter's connect hook (in a worker thread); a silent refusal is asked
         once more, as the threaded connection does (contract.SilentConnectRefusal)."""
         adapter = self.adapter
-        events = _Events(self)
+        events = WireEventRouter(self)
         wire = AsyncStompWire(
             self._config, host, adapter.stomp_version, events, adapter.error_for, adapter.default_vhost
         )
         events.wire = wire
         try:
             connected = await wire.open(adapter.connect_headers(self._config, client_id))
-            await self.in_worker(adapter.on_connected, BlockingView(wire, self._loop), connected, client_id)
+            view = BlockingView(wire, self._loop, self.worker_timeout_s)
+            await self.in_worker(adapter.on_connected, view, connected, client_id)
         except SilentConnectRefusal:
             await wire.close(timeout_s=0.5)
             if not ask_again:
@@ -167,7 +170,7 @@ class Connection:
         assert self._wire is not None
         return self._wire
 
-    def owns(self, wire: AsyncStompWire) -> bool:
+    def owns(self, wire: object) -> bool:
         """Whether ``wire`` is this open connection's own (not a client-ID claim under way, not one replaced)."""
         return wire is self._wire and not self._closed
 
@@ -178,7 +181,13 @@ class Connection:
 
     def blocking_wire(self) -> BlockingView:
         """The wire as the adapters' blocking contract has it, for :meth:`in_worker`."""
-        return BlockingView(self.wire, self._loop)
+        return BlockingView(self.wire, self._loop, self.worker_timeout_s)
+
+    @property
+    def worker_timeout_s(self) -> float:
+        """How long a worker thread waits for the loop: a round trip's receipt timeout and then some, so a
+        loop that stopped serving (closed under it) cannot keep the thread, and the process, forever."""
+        return self._config.receipt_timeout_ms / 1000 + self._config.connect_timeout_ms / 1000
 
     async def in_worker(self, function: Callable[..., T], *args: Any) -> T:
         """Run an adapter's blocking round trip in the default executor while the loop serves the wire."""
@@ -201,7 +210,7 @@ class Connection:
     def unregister_consumer(self, consumer: MessageConsumer) -> None:
         self._consumers.pop(consumer.spec.sub_id, None)
 
-    def consumer_for(self, sub_id: str) -> MessageConsumer | None:
+    def subscriber_for(self, sub_id: str) -> MessageConsumer | None:
         return self._consumers.get(sub_id)
 
     def remove_session(self, session: Session) -> None:
@@ -222,15 +231,7 @@ class Connection:
         """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2). The broker claim
         happens now: InvalidClientIDException if another connection holds it."""
         self.check_open()
-        if self._client_id is not None:
-            raise IllegalStateException(
-                f"client ID is already set to {self._client_id!r}; it can be set only once per connection"
-            )
-        if self._client_id_locked:
-            raise IllegalStateException(
-                "setClientID must be called right after the connection is created, before any other call on it "
-                "(JMS 1.1 §4.3.2); create a new connection and set the ID first"
-            )
+        check_client_id_settable(self._client_id, self._client_id_locked)
         check_client_id(clientID)
         self._client_id_locked = True
         new_wire = await self._open_wire(clientID)
@@ -281,17 +282,29 @@ class Connection:
 
     async def close(self) -> None:
         """Close every session (rolling back open transactions, handing unacknowledged messages back), then
-        DISCONNECT: it returns once the broker has every frame sent before it."""
+        DISCONNECT: it returns once the broker has every frame sent before it. A second close waits for the
+        first; a MessageListener of this connection may not close it (close waits for listeners)."""
         if self._closed:
             return
+        if any(session.in_listener() for session in self._sessions):
+            raise IllegalStateException(
+                "a MessageListener may not close its own connection (close waits for it to return)"
+            )
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close())
+        await asyncio.shield(self._closing)
+
+    async def _close(self) -> None:
         for session in list(self._sessions):
-            await session.close()
+            try:
+                await session.close()
+            except JMSException as exc:  # the connection closes all the same
+                log.warning("closing a session of %s failed: %s", self._config.describe(), exc)
         self._closed = True
         self._started.set()  # wake receivers: they see the connection closed
         if self._wire is not None:
             await self._wire.close()
-        for task in list(self._reports):
-            await task
+        # ExceptionListener calls still running are not waited for: one of them may be what closes.
 
     async def __aenter__(self) -> Connection:
         return self
@@ -329,33 +342,3 @@ async def _call_listener(listener: ExceptionListener, error: JMSException) -> No
             await result
     except Exception:  # the application's: logged, never raised into jmslike
         log.exception("the ExceptionListener raised")
-
-
-class _Events:
-    """The wire's events, on the loop: route MESSAGE frames to their consumer, report the rest. A wire that is
-    not (or no longer) the connection's own -- a client-ID claim being made, the wire it replaced -- is its
-    opener's business."""
-
-    def __init__(self, connection: Connection) -> None:
-        self._connection = connection
-        self.wire: AsyncStompWire | None = None
-
-    def _current(self) -> bool:
-        return self.wire is not None and self._connection.owns(self.wire)
-
-    def on_message(self, frame: Frame) -> None:
-        connection = self._connection
-        incoming = connection.adapter.decode_message(frame)
-        consumer = connection.consumer_for(incoming.sub_id)
-        if consumer is None:
-            log.debug("message for detached subscription %r not delivered", incoming.sub_id)
-            return
-        consumer.enqueue(incoming)
-
-    def on_error(self, error: JMSException) -> None:
-        if self._current():
-            self._connection.report(error)
-
-    def on_lost(self, error: ConnectionLostException) -> None:
-        if self._current():
-            self._connection.on_lost(error)

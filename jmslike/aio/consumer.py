@@ -11,11 +11,10 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from jmslike.consumer import Inbox
+from jmslike.consumer import ConsumerBase, as_listener
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
-from jmslike.destinations import Destination
-from jmslike.exceptions import IllegalStateException, JMSException
+from jmslike.exceptions import IllegalStateException
 from jmslike.messages import Message
 from jmslike.selector import Selector
 
@@ -28,31 +27,15 @@ log = logging.getLogger(__name__)
 MessageListener = Callable[[Message], "Awaitable[None] | None"]
 
 
-class MessageConsumer:
+class MessageConsumer(ConsumerBase):
     """``javax.jms.MessageConsumer`` on the event loop: ``await session.createConsumer(destination)``."""
 
     def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
+        super().__init__(spec, selector, session.connection.adapter)
         self._session = session
-        self.spec = spec
-        self._selector = selector
-        adapter = session.connection.adapter
-        client_filter = selector is not None and adapter.selector_placement(selector) == "client"
-        #: The selector jmslike evaluates itself (None: the broker does, or there is none).
-        self.client_selector = selector if client_filter else None
-        #: noLocal filtered by jmslike (the broker cannot).
-        self.client_no_local = spec.no_local and not adapter.capabilities.no_local
-        self.inbox = Inbox()
         self._listener: MessageListener | None = None
 
     # -- JMS API --------------------------------------------------------------------------------------------
-
-    def getMessageSelector(self) -> str | None:
-        """The selector as the application wrote it."""
-        self.check_open()
-        return self._selector.text if self._selector is not None else None
-
-    def getDestination(self) -> Destination:
-        return self.spec.destination
 
     async def receive(self, timeout_ms: int | None = None) -> Message | None:
         """The next message; ``None``/0 waits until one comes or the consumer closes (JMS ``receive()``),
@@ -74,15 +57,8 @@ class MessageConsumer:
         """A callable (a coroutine function too) or an object with ``onMessage(message)``; the session runs its
         listeners one message at a time, in a task of its own, while the connection is started."""
         self.check_open()
-        if listener is not None and not callable(listener):
-            on_message = getattr(listener, "onMessage", None)
-            if on_message is None:
-                raise JMSException(
-                    f"a MessageListener must be callable or have onMessage(), got {listener!r}"
-                )
-            listener = on_message
-        self._listener = listener  # type: ignore[assignment]
-        if listener is not None:
+        self._listener = as_listener(listener)
+        if self._listener is not None:
             self._session.ensure_dispatcher()
 
     def getMessageListener(self) -> MessageListener | None:
@@ -115,16 +91,10 @@ class MessageConsumer:
     def __repr__(self) -> str:
         return f"<aio.{type(self).__name__} {self.spec.destination} {'closed' if self.closed else 'open'}>"
 
-    def check_open(self) -> None:
-        if self.closed:
-            raise IllegalStateException("the consumer is closed")
+    def _check_session_open(self) -> None:
         self._session.check_open()
 
     # -- for the session and the connection -----------------------------------------------------------------
-
-    @property
-    def closed(self) -> bool:
-        return self.inbox.closed
 
     @property
     def listener(self) -> MessageListener | None:
@@ -136,4 +106,4 @@ class MessageConsumer:
 
     def stop_taking(self) -> list[Pending]:
         """Closed with its session: take no more, and give back what was buffered."""
-        return self.inbox.close() if not self.inbox.closed else []
+        return self.inbox.close() if not self.closed else []

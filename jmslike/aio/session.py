@@ -27,8 +27,8 @@ import dataclasses
 import inspect
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from jmslike.adapters.async_wire import AsyncPending
 from jmslike.constants import AcknowledgeMode, DeliveryMode
@@ -44,11 +44,13 @@ from jmslike.exceptions import (
     JMSTimeoutException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
+    as_jms_exception,
 )
 from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import Message
 from jmslike.send_window import SendPlaces
 from jmslike.serializers import SerializerRegistry
+from jmslike.session_mode import SessionModes
 from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
@@ -66,14 +68,8 @@ _ACK_LATER = (
 )
 
 
-class Session(MessageFactoryMethods):
+class Session(SessionModes, MessageFactoryMethods):
     """``javax.jms.Session`` on the event loop: ``await connection.createSession(...)``; ``async with`` closes."""
-
-    AUTO_ACKNOWLEDGE = AcknowledgeMode.AUTO_ACKNOWLEDGE
-    CLIENT_ACKNOWLEDGE = AcknowledgeMode.CLIENT_ACKNOWLEDGE
-    DUPS_OK_ACKNOWLEDGE = AcknowledgeMode.DUPS_OK_ACKNOWLEDGE
-    SESSION_TRANSACTED = AcknowledgeMode.SESSION_TRANSACTED
-    INDIVIDUAL_ACKNOWLEDGE = AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE
 
     _tx_ids = itertools.count(1)
 
@@ -100,6 +96,11 @@ class Session(MessageFactoryMethods):
         self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
         self._recover_current = False
         self._rr = 0
+        self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
+        self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
+        self._finishing: asyncio.Future[None] | None = (
+            None  # a call whose caller was cancelled, still running
+        )
 
     # -- properties and factories ------------------------------------------------------------------------
 
@@ -165,13 +166,30 @@ class Session(MessageFactoryMethods):
             spec = dataclasses.replace(spec, cumulative_ack=True)
         consumer = MessageConsumer(self, spec, parsed)
         self._connection.register_consumer(consumer)
+        subscribing = asyncio.ensure_future(
+            self._connection.in_worker(adapter.subscribe, self._connection.blocking_wire(), spec)
+        )
         try:
-            await self._connection.in_worker(adapter.subscribe, self._connection.blocking_wire(), spec)
+            await asyncio.shield(subscribing)
+        except asyncio.CancelledError:
+            # The worker thread goes on and the subscription may come into being: end it once it has.
+            cleanup = asyncio.ensure_future(self._abandon(consumer, subscribing))
+            self._background.add(cleanup)
+            cleanup.add_done_callback(self._background.discard)
+            raise
         except BaseException:
             self._connection.unregister_consumer(consumer)
             raise
         self._consumers.append(consumer)
         return consumer
+
+    async def _abandon(self, consumer: MessageConsumer, subscribing: asyncio.Future[None]) -> None:
+        """A createConsumer whose caller was cancelled: once the subscribe ended, detach what it made."""
+        await asyncio.wait({subscribing})
+        if subscribing.cancelled() or subscribing.exception() is not None:
+            self._connection.unregister_consumer(consumer)
+            return
+        await self._detach(consumer, consumer.stop_taking())
 
     def remove_producer(self, producer: MessageProducer) -> None:
         if producer in self._producers:
@@ -222,14 +240,15 @@ class Session(MessageFactoryMethods):
             pending = await self._take(consumer, deadline)
             if pending is None:
                 return None
-            message = await self._deliver(consumer, pending)
+            # No await from here to the return: a receive cancelled now has taken nothing.
+            message = self._deliver(consumer, pending)
             if message is None:
                 continue
             if self._mode in _ACK_ON_DELIVERY:
-                await self._ack_now(pending)
+                self._ack_now(pending)
             return message
 
-    async def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
+    def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
         """A pending delivery as a Message, or dropped (expired, or not for this subscription) with its ack."""
         incoming = pending.incoming
         connection = self._connection
@@ -240,7 +259,7 @@ class Session(MessageFactoryMethods):
             no_local=consumer.client_no_local,
             selector=consumer.client_selector,
         ):
-            await self._drop(consumer, pending)
+            self._drop(consumer, pending)
             return None
         message = build_message(
             incoming,
@@ -253,29 +272,53 @@ class Session(MessageFactoryMethods):
             self._unacked.append((consumer, pending))
             generation = pending.epoch
             if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
-                message.bind_acknowledger(lambda: self._acknowledge_all(generation))
+                message.bind_acknowledger(lambda: self._run_to_end(self._acknowledge_all(generation)))
             elif self._mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
-                message.bind_acknowledger(lambda: self._acknowledge_one(pending, generation))
+                message.bind_acknowledger(
+                    lambda: self._run_to_end(self._acknowledge_one(pending, generation))
+                )
         return message
 
-    async def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
+    def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
         """Acknowledged at once, except on a cumulative subscription, where its ACK would also acknowledge what
         the application has not: the next acknowledge() settles it."""
         if cumulative(consumer, pending) and self._mode not in _ACK_ON_DELIVERY:
             self._unacked.append((consumer, pending))
         else:
-            await self._ack_now(pending)
+            self._ack_now(pending)
 
-    async def _ack_now(self, pending: Pending) -> None:
-        """One ACK without a receipt; a delivery from before a connection loss belongs to the broker again."""
+    def _ack_now(self, pending: Pending) -> None:
+        """One ACK without a receipt, handed to the transport at once (no await, so no cancellation splits a
+        delivery from its ACK); a delivery from before a connection loss belongs to the broker again."""
         if pending.epoch != self._epoch or pending.incoming.local:
             return
         try:
-            await self._connection.wire.post(self._connection.adapter.ack_frame(pending.incoming, None))
+            self._connection.wire.post_nowait(self._connection.adapter.ack_frame(pending.incoming, None))
         except ConnectionLostException:
             log.debug("ack lost with the connection; the broker will redeliver")
 
     # -- acknowledgement -----------------------------------------------------------------------------------
+
+    async def _run_to_end(self, work: Coroutine[Any, Any, None]) -> None:
+        """Await ``work``, which runs to its end even if the caller is cancelled: a commit, rollback, acknowledge
+        or close cancelled half way would leave the session's state and the broker's apart. The caller's
+        cancellation is raised as usual (its outcome, if it fails, is logged), and the session's next call
+        waits for it to end first."""
+        await self._finished()
+        task = asyncio.ensure_future(work)
+        self._finishing = task
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            task.add_done_callback(_log_failure)
+            raise
+
+    async def _finished(self) -> None:
+        """Wait for a call whose caller was cancelled to end (see _run_to_end)."""
+        task = self._finishing
+        if task is not None and not task.done() and not self._on_dispatcher():
+            # (A listener does not wait: a close cancelled while it runs waits for the listener itself.)
+            await asyncio.wait({task})
 
     def _check_generation(self, generation: int) -> None:
         if generation != self._epoch:
@@ -287,6 +330,9 @@ class Session(MessageFactoryMethods):
     async def acknowledge(self) -> None:
         """CLIENT_ACKNOWLEDGE: acknowledge everything this session delivered so far (JMS 2.0
         ``JMSContext.acknowledge()``); nothing in the other modes, as JMS says."""
+        await self._run_to_end(self._acknowledge())
+
+    async def _acknowledge(self) -> None:
         self.check_open()
         if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
             await self._acknowledge_all(self._epoch)
@@ -345,9 +391,12 @@ class Session(MessageFactoryMethods):
         self.check_open()
         if self.transacted:
             raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
+        if self._current is not None and self._on_dispatcher():
+            self._recover_current = True  # the listener's own message comes again too
+        await self._run_to_end(self._recover())
+
+    async def _recover(self) -> None:
         batch, self._unacked = self._unacked, []
-        if self._current is not None and asyncio.current_task() is self._dispatcher:
-            self._recover_current = True
         self._redeliver_locally(batch)
         await self._release_closed()
 
@@ -370,6 +419,9 @@ class Session(MessageFactoryMethods):
     async def commit(self) -> None:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
         (ConnectionLostException for a loss) when the outcome is unknown."""
+        await self._run_to_end(self._commit())
+
+    async def _commit(self) -> None:
         self.check_open()
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
@@ -443,6 +495,9 @@ class Session(MessageFactoryMethods):
 
     async def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
+        await self._run_to_end(self._rollback())
+
+    async def _rollback(self) -> None:
         self.check_open()
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
@@ -471,6 +526,7 @@ class Session(MessageFactoryMethods):
     async def send(self, producer: MessageProducer, outgoing: OutgoingMessage) -> None:
         """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring)."""
         connection = self._connection
+        await self._finished()
         tx = await self._transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, tx)
         wire = connection.wire
@@ -561,33 +617,45 @@ class Session(MessageFactoryMethods):
             if found is None:
                 await changed.wait()
                 continue
-            consumer, listener = found
-            pending = consumer.inbox.take()
+            self._dispatching = True
             try:
-                message = await self._deliver(consumer, pending)
-            except JMSException as exc:  # the session's own failure, not the listener's: report, keep serving
-                self._connection.report(exc)
-                continue
-            if message is None:
-                continue
-            self._current = (consumer, pending)
-            self._recover_current = False
-            try:
-                result = listener(message)
-                if inspect.isawaitable(result):
-                    await result
-            except Exception:
-                log.exception("a MessageListener raised; JMS: the message is redelivered (AUTO/DUPS_OK)")
-                failed = True
-            else:
-                failed = False
+                await self._dispatch_one(*found)
+            except Exception as exc:  # the session's own failure, not the listener's: report, keep serving
+                self._connection.report(as_jms_exception(exc))
             finally:
-                self._current = None
-                self.wake()  # stop() and close() wait for the listener to return
-            try:
-                await self._after_listener(consumer, pending, failed)
-            except JMSException as exc:
-                self._connection.report(exc)
+                self._dispatching = False
+                self.wake()  # stop() and close() wait for the dispatch to end
+
+    async def _dispatch_one(
+        self, consumer: MessageConsumer, listener: Callable[[Message], Awaitable[None] | None]
+    ) -> None:
+        pending = consumer.inbox.take()
+        message = self._deliver(consumer, pending)
+        if message is None:
+            return
+        self._current = (consumer, pending)
+        self._recover_current = False
+        failed = False
+        try:
+            result = listener(message)
+            if inspect.isawaitable(result):
+                await result
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # the session is closing: its dispatch task is what is cancelled
+            failed = True  # something the listener awaited was cancelled: the listener failed
+            self._connection.report(
+                JMSException(f"message listener cancelled on {message.getJMSMessageID()}")
+            )
+        except Exception as exc:
+            failed = True
+            self._connection.report(
+                as_jms_exception(exc, f"message listener raised on {message.getJMSMessageID()}")
+            )
+        finally:
+            self._current = None
+        await self._after_listener(consumer, pending, failed)
 
     async def _after_listener(self, consumer: MessageConsumer, pending: Pending, failed: bool) -> None:
         if self._mode not in _ACK_ON_DELIVERY:
@@ -596,17 +664,31 @@ class Session(MessageFactoryMethods):
         if self._recover_current or (failed and pending.local_redeliveries < MAX_LISTENER_REDELIVERIES):
             self._redeliver_locally([(consumer, pending)])
         elif failed:  # given back to the broker when its consumer detaches, never dropped
+            log.error(
+                "message %s failed %d times in its listener; handed back to the broker when its consumer closes",
+                pending.incoming.message_id,
+                pending.delivery_count,
+            )
             self._orphans.setdefault(consumer, []).append(pending.incoming)
         else:
-            await self._ack_now(pending)
+            self._ack_now(pending)
         await self._release_closed()
 
     async def idle(self) -> None:
-        """Return once no listener of this session is running (Connection.stop, close)."""
-        if asyncio.current_task() is self._dispatcher and self._dispatcher is not None:
+        """Return once no listener of this session is running, nor the settling after it (Connection.stop,
+        close)."""
+        if self._on_dispatcher():
             return
-        while self._current is not None:
+        while self._dispatching:
             await self._changed.wait()
+
+    def in_listener(self) -> bool:
+        """Whether the caller is one of this session's listeners."""
+        return self._on_dispatcher()
+
+    def _on_dispatcher(self) -> bool:
+        """Whether the caller is this session's listener (its dispatch task)."""
+        return self._dispatcher is not None and asyncio.current_task() is self._dispatcher
 
     # -- closing --------------------------------------------------------------------------------------------
 
@@ -631,17 +713,19 @@ class Session(MessageFactoryMethods):
         for consumer in settled:
             await self._detach(consumer)
 
-    async def _detach(self, consumer: MessageConsumer) -> None:
+    async def _detach(self, consumer: MessageConsumer, buffered: list[Pending] | None = None) -> None:
         """End the broker subscription (the adapter's round trip, in a worker thread); what the consumer held
         unacknowledged goes back to the broker."""
         connection = self._connection
         loop = asyncio.get_running_loop()
+        if buffered:
+            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
 
         async def hand_back() -> list[IncomingMessage]:
             return [m for m in self._orphans.pop(consumer, []) if not m.local]
 
         def held() -> list[IncomingMessage]:  # in the worker thread: collected on the loop
-            return asyncio.run_coroutine_threadsafe(hand_back(), loop).result()
+            return asyncio.run_coroutine_threadsafe(hand_back(), loop).result(connection.worker_timeout_s)
 
         if connection.failure is None and not connection.wire_closed:
             try:
@@ -658,13 +742,20 @@ class Session(MessageFactoryMethods):
         unacknowledged goes back to the broker). A listener may not close its own session."""
         if self._closed:
             return
-        if asyncio.current_task() is self._dispatcher and self._dispatcher is not None:
+        if self._on_dispatcher():
             raise IllegalStateException(
                 "a MessageListener may not close its own session (close waits for it)"
             )
+        await self._run_to_end(self._close())
+
+    async def _close(self) -> None:
+        if self._closed:
+            return
         self._stopping = True
         self.wake()
         await self.idle()
+        if self._background:  # subscriptions of cancelled createConsumer calls end first
+            await asyncio.wait(set(self._background))
         if self._connection.failure is None:
             if not await self.settle_sends():
                 log.warning("closing a session whose asynchronous sends are still unconfirmed")
@@ -690,12 +781,18 @@ class Session(MessageFactoryMethods):
 
     def on_connection_lost(self) -> None:
         """The broker has every unacknowledged delivery again: forget them, fail the open transaction."""
-        self._epoch += 1
         for consumer in self._consumers:
             consumer.inbox.clear()
-        self._unacked = []
-        if self._tx is not None:
+        if self.transacted and (self._unacked or self._tx is not None):
             self._rollback_only = "the connection to the broker was lost during the transaction"
+        self._unacked = []
+        for consumer in self._closing:  # their subscriptions died with the connection
+            self._connection.unregister_consumer(consumer)
+        self._closing = []
+        self._orphans = {}
+        self._deferred = []
+        self._epoch += 1
+        self._tx = None
         self.wake()
 
     async def __aenter__(self) -> Session:
@@ -717,3 +814,8 @@ def _check_destination(destination: object) -> None:
         raise UnsupportedFeatureException(
             "jmslike.aio", "temporary destinations (not yet; the threaded API has them)"
         )
+
+
+def _log_failure(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a session call whose caller was cancelled failed: %s", task.exception())

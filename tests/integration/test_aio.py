@@ -20,6 +20,7 @@ from jmslike.exceptions import (
     IllegalStateException,
     InvalidClientIDException,
     JMSException,
+    TransactionRolledBackException,
 )
 from jmslike.messages import Message, TextMessage
 
@@ -224,6 +225,67 @@ async def _sends_pending(session: Session) -> bool:
     return not await session.settle_sends()
 
 
+def test_receives_cancelled_at_any_moment_lose_no_message(broker: Any, url: str) -> None:
+    """``asyncio.wait_for(consumer.receive(), t)`` cancels the receive when ``t`` passes; a message it had taken
+    must still reach the application (no await between taking a message and returning it, the ACK included)."""
+
+    async def body() -> None:
+        count = 300
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession()
+            queue = session.createQueue(name("q"))
+            consumer = await session.createConsumer(queue)
+            producer = session.createProducer(queue)
+            producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+            got: list[str] = []
+            sending = asyncio.create_task(
+                _send_all(producer, [session.createTextMessage(str(i)) for i in range(count)])
+            )
+            cancelled = 0
+            while len(got) < count:
+                try:
+                    message = await asyncio.wait_for(consumer.receive(), 0.0005)
+                except TimeoutError:
+                    cancelled += 1
+                    continue
+                got.append(text(message) or "")
+            await sending
+            assert got == [str(i) for i in range(count)]
+            assert cancelled > 0  # the test did cancel receives
+            assert await consumer.receive(300) is None
+
+    run(body)
+
+
+async def _send_all(producer: Any, messages: list[Message]) -> None:
+    for message in messages:
+        await producer.send(message)
+        await asyncio.sleep(0)
+
+
+def test_a_cancelled_commit_still_commits_once_and_the_session_goes_on(broker: Any, url: str) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.SESSION_TRANSACTED)
+            queue = session.createQueue(name("q"))
+            producer = session.createProducer(queue)
+            await producer.send(session.createTextMessage("first"))
+            committing = asyncio.create_task(session.commit())
+            await asyncio.sleep(0)
+            committing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await committing
+            await producer.send(session.createTextMessage("second"))
+            await session.commit()
+            reader = await connection.createSession()
+            consumer = await reader.createConsumer(queue)
+            got = [text(await consumer.receive(RECEIVE_MS)) for _ in range(2)]
+            assert got == ["first", "second"]
+            assert await consumer.receive(300) is None
+
+    run(body)
+
+
 def test_no_jmslike_thread_carries_messages(broker: Any, url: str) -> None:
     async def body() -> None:
         async with await open_connection(broker, url) as connection:
@@ -300,3 +362,105 @@ def test_a_lost_connection_reaches_the_listener_and_every_waiting_receive(broker
 def test_a_url_asking_to_reconnect_is_refused_not_ignored(url: str) -> None:
     with pytest.raises(JMSException, match="does not reconnect yet"):
         ConnectionFactory(url + ("&" if "?" in url else "?") + "reconnect=true")
+
+
+def test_a_commit_after_a_connection_loss_of_a_receive_only_transaction_rolls_back(
+    broker: Any, url: str
+) -> None:
+    """Nothing was sent, so no BEGIN went out; the consumed message still comes back: commit must say so."""
+
+    async def body() -> None:
+        queue_name = name("q")
+        connection = await open_connection(broker, url)
+        connection.setExceptionListener(lambda error: None)
+        session = await connection.createSession(Session.SESSION_TRANSACTED)
+        queue = session.createQueue(queue_name)
+        sender = await connection.createSession()
+        await sender.createProducer(queue).send(sender.createTextMessage("once"))
+        consumer = await session.createConsumer(queue)
+        assert text(await consumer.receive(RECEIVE_MS)) == "once"
+        connection.wire.kill_socket()
+        while connection.failure is None:
+            await asyncio.sleep(0.01)
+        with pytest.raises(TransactionRolledBackException):
+            await session.commit()
+        await connection.close()
+        async with await open_connection(broker, url) as again:
+            reader = await again.createSession()
+            got = await (await reader.createConsumer(reader.createQueue(queue_name))).receive(RECEIVE_MS)
+            assert text(got) == "once"
+
+    run(body)
+
+
+def test_a_listener_whose_awaited_work_is_cancelled_gets_its_message_again_and_the_session_goes_on(
+    broker: Any, url: str
+) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            reported: list[JMSException] = []
+            connection.setExceptionListener(reported.append)
+            session = await connection.createSession()
+            queue = session.createQueue(name("q"))
+            consumer = await session.createConsumer(queue)
+            seen: list[tuple[str, bool]] = []
+            done = asyncio.Event()
+
+            async def on_message(message: Message) -> None:
+                seen.append((text(message) or "", message.getJMSRedelivered()))
+                if len(seen) == 1:
+                    raise asyncio.CancelledError  # as if a timeout inside the listener cancelled its work
+                if len(seen) == 4:
+                    done.set()
+
+            consumer.setMessageListener(on_message)
+            producer = session.createProducer(queue)
+            for i in range(3):
+                await producer.send(session.createTextMessage(f"m{i}"))
+            await asyncio.wait_for(done.wait(), DEADLINE_S / 2)
+            assert seen == [("m0", False), ("m0", True), ("m1", False), ("m2", False)]
+            assert any("cancelled" in str(error) for error in reported)
+
+    run(body)
+
+
+def test_a_cancelled_create_consumer_leaves_no_subscription_that_takes_messages(
+    broker: Any, url: str
+) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession()
+            queue = session.createQueue(name("q"))
+            creating = asyncio.create_task(session.createConsumer(queue))
+            await asyncio.sleep(0)
+            creating.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await creating
+            await session.close()  # returns once the abandoned subscription has ended
+            other = await connection.createSession()
+            consumer = await other.createConsumer(queue)
+            producer = other.createProducer(queue)
+            for i in range(5):
+                await producer.send(other.createTextMessage(str(i)))
+            got = [text(await consumer.receive(RECEIVE_MS)) for _ in range(5)]
+            assert got == [str(i) for i in range(5)]
+
+    run(body)
+
+
+def test_an_exception_listener_may_close_the_connection_it_hears_about(broker: Any, url: str) -> None:
+    async def body() -> None:
+        connection = await open_connection(broker, url)
+        closed = asyncio.Event()
+
+        async def on_exception(error: JMSException) -> None:
+            await connection.close()
+            closed.set()
+
+        connection.setExceptionListener(on_exception)
+        await connection.createSession()
+        connection.wire.kill_socket()
+        await asyncio.wait_for(closed.wait(), DEADLINE_S / 2)
+        assert "closed" in repr(connection)
+
+    run(body)

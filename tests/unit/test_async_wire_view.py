@@ -30,7 +30,7 @@ def test_a_blocking_call_on_the_loop_thread_is_refused_not_a_hang() -> None:
         wire = AsyncStompWire(
             parse_url("activemq://127.0.0.1:9"), ("127.0.0.1", 9), "1.2", _Events(), _error_for
         )
-        view = BlockingView(wire, asyncio.get_running_loop())
+        view = BlockingView(wire, asyncio.get_running_loop(), 5.0)
         with pytest.raises(IllegalStateException, match="wait for itself"):
             view.request(Frame("SEND", {"destination": "/queue/x"}))
 
@@ -42,7 +42,7 @@ def test_a_blocking_call_from_a_worker_thread_reaches_the_wire() -> None:
         wire = AsyncStompWire(
             parse_url("activemq://127.0.0.1:9"), ("127.0.0.1", 9), "1.2", _Events(), _error_for
         )
-        view = BlockingView(wire, asyncio.get_running_loop())
+        view = BlockingView(wire, asyncio.get_running_loop(), 5.0)
         # Never connected: the wire answers with its own refusal, carried back to the worker thread.
         with pytest.raises(ConnectionLostException):
             await asyncio.to_thread(view.post, Frame("SEND", {"destination": "/queue/x"}))

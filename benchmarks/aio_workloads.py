@@ -1,0 +1,83 @@
+"""The asyncio API's side of three workloads (benchmarks/workloads.py has the threaded and raw sides).
+
+The same work as the threaded jmslike side of each: synchronous PERSISTENT sends, unwaited NON_PERSISTENT
+sends timed until the broker confirmed the last one, and an AUTO_ACKNOWLEDGE drain of a backlog. Each runs its
+own event loop (``asyncio.run``) in this process, so ``time.process_time()`` counts the loop's work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from jmslike import DeliveryMode, Session
+from jmslike.aio import Connection, ConnectionFactory
+from jmslike.aio.producer import MessageProducer
+from jmslike.aio.session import Session as AioSession
+
+from .workloads import WARMUP, Bench, Stopwatch, discard, fill, payload
+
+
+async def _connect(bench: Bench) -> tuple[Connection, AioSession]:
+    connection = await ConnectionFactory(bench.url).createConnection(bench.user, bench.password)
+    return connection, await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+
+
+async def _send(session: AioSession, producer: MessageProducer, body: bytes) -> None:
+    message = session.createBytesMessage()
+    message.writeBytes(body)
+    await producer.send(message)
+
+
+def publish(bench: Bench, size: int, persistent: bool) -> float:
+    """PERSISTENT: each send awaits its receipt, for ``duration_s``. NON_PERSISTENT: unwaited sends, timed until
+    ``producer.close()`` returns (the broker confirmed the last). msg/s."""
+    body = payload(size)
+    queue_name = bench.name("aio-pub")
+
+    async def run() -> tuple[float, int]:
+        connection, session = await _connect(bench)
+        try:
+            queue = session.createQueue(queue_name)
+            producer = session.createProducer(queue)
+            mode = DeliveryMode.PERSISTENT if persistent else DeliveryMode.NON_PERSISTENT
+            producer.setDeliveryMode(mode)
+            for _ in range(WARMUP):
+                await _send(session, producer, body)
+            await session.settle_sends()
+            count, clock = 0, Stopwatch()
+            deadline = time.perf_counter() + bench.duration_s
+            while time.perf_counter() < deadline:
+                await _send(session, producer, body)
+                count += 1
+            await producer.close()
+            return clock.rate(count), WARMUP + count
+        finally:
+            await connection.close()
+
+    rate, sent = asyncio.run(run())
+    if not persistent:
+        discard(bench, queue_name, sent)  # untimed: ActiveMQ keeps NON_PERSISTENT messages in memory
+    return rate
+
+
+def consume_auto(bench: Bench, size: int) -> float:
+    """Drain a backlog of ``bench.backlog`` messages with ``await consumer.receive()``, AUTO_ACKNOWLEDGE; msg/s."""
+    count = bench.backlog
+    queue_name = bench.name("aio-consume")
+    fill(bench, queue_name, count, payload(size))
+
+    async def run() -> float:
+        connection, session = await _connect(bench)
+        try:
+            clock = Stopwatch()
+            consumer = await session.createConsumer(session.createQueue(queue_name))
+            await connection.start()
+            for i in range(1, count + 1):
+                if await consumer.receive(60_000) is None:
+                    raise TimeoutError(f"backlog drained after {i - 1} of {count}")
+            return clock.rate(count)
+        finally:
+            await connection.close()
+
+    return asyncio.run(run())
