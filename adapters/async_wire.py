@@ -46,7 +46,7 @@ T = TypeVar("T")
 class AsyncPending:
     """One frame waiting for its receipt on the loop: ``await answered()``; ``callback`` runs on the loop."""
 
-    __slots__ = ("callback", "error", "frame", "future")
+    __slots__ = ("callback", "error", "finished", "frame", "future")
 
     def __init__(
         self,
@@ -57,23 +57,28 @@ class AsyncPending:
         self.frame = frame
         self.callback = callback
         self.error: JMSException | None = None
+        self.finished = False
         self.future: asyncio.Future[None] = loop.create_future()
 
     def finish(self, error: JMSException | None) -> None:
-        if self.future.done():
+        """The answer, once (a waiter that gave up cancelled only its own wait, never the answer)."""
+        if self.finished:
             return
+        self.finished = True
         self.error = error
-        self.future.set_result(None)
+        if not self.future.done():
+            self.future.set_result(None)
         if self.callback is not None:
             self.callback(error)
 
     async def answered(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the answer (``error`` then says which); False when none came in time."""
-        if not self.future.done():
+        if not self.finished:
             try:
-                await asyncio.wait_for(asyncio.shield(self.future), timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    await asyncio.shield(self.future)  # a timeout cancels this wait, not the answer
             except TimeoutError:
-                return False
+                return self.finished
         return True
 
 

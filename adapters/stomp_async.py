@@ -175,8 +175,14 @@ class AsyncStompConnection:
         writer = self._writer
         if writer is None:
             raise SocketClosed()
+        transport = writer.transport
+        if transport.is_closing():
+            raise SocketClosed("the connection is closing")
+        if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+            return  # below the high-water mark the transport is not paused: nothing to wait for (the hot path)
         try:
-            await asyncio.wait_for(writer.drain(), timeout_s)
+            async with asyncio.timeout(timeout_s):
+                await writer.drain()
         except TimeoutError as exc:
             self.abort(
                 f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"

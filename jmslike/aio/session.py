@@ -229,9 +229,7 @@ class Session(SessionModes, MessageFactoryMethods):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None
-            try:
-                await asyncio.wait_for(changed.wait(), remaining)
-            except TimeoutError:
+            if not await _changed_within(changed, remaining):
                 return None
 
     async def receive_for(self, consumer: MessageConsumer, deadline: float | None) -> Message | None:
@@ -568,10 +566,8 @@ class Session(SessionModes, MessageFactoryMethods):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise self._places.stalled()
-            try:
-                await asyncio.wait_for(changed.wait(), remaining)
-            except TimeoutError:
-                raise self._places.stalled() from None
+            if not await _changed_within(changed, remaining):
+                raise self._places.stalled()
 
     async def settle_sends(self) -> bool:
         """Wait (at most the receipt timeout) until every unwaited send is answered; False if some is not."""
@@ -582,9 +578,7 @@ class Session(SessionModes, MessageFactoryMethods):
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            try:
-                await asyncio.wait_for(changed.wait(), remaining)
-            except TimeoutError:
+            if not await _changed_within(changed, remaining):
                 return False
         return True
 
@@ -819,3 +813,14 @@ def _check_destination(destination: object) -> None:
 def _log_failure(task: asyncio.Future[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("a session call whose caller was cancelled failed: %s", task.exception())
+
+
+async def _changed_within(changed: asyncio.Event, timeout_s: float) -> bool:
+    """Wait for ``changed`` at most ``timeout_s``; False when the time ran out. (``asyncio.timeout``, not
+    ``wait_for``, which makes a task per wait: this is on the send window's hot path.)"""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await changed.wait()
+    except TimeoutError:
+        return False
+    return True

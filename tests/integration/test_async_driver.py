@@ -24,7 +24,7 @@ from jmslike.adapters.stomp_core import (
     Receipt,
     ReceiptReceived,
 )
-from jmslike.adapters.stomp_socket import DriverSettings, SocketClosed
+from jmslike.adapters.stomp_socket import DriverSettings, SocketClosed, WriteStalled
 from jmslike.config import parse_url
 from jmslike.conformance.brokers import BrokerHandle
 from jmslike.contract import Frame, SubscriptionSpec
@@ -75,7 +75,11 @@ class Recorder:
 
 
 def _connection(
-    host: tuple[str, int], recorder: Recorder, version: str = "1.2", heartbeat_ms: int = 0
+    host: tuple[str, int],
+    recorder: Recorder,
+    version: str = "1.2",
+    heartbeat_ms: int = 0,
+    write_timeout_s: float = 10.0,
 ) -> AsyncStompConnection:
     settings = DriverSettings(
         host=host,
@@ -85,7 +89,7 @@ def _connection(
         max_header_bytes=64 * 1024,
         context=None,
         connect_timeout_s=10.0,
-        write_timeout_s=10.0,
+        write_timeout_s=write_timeout_s,
         receipt_prefix="a-",
     )
     return AsyncStompConnection(settings, on_event=recorder.on_event, on_closed=recorder.on_closed)
@@ -208,3 +212,31 @@ def test_a_silent_broker_is_dropped_after_its_heartbeat_period(peers: list[Peer]
 
     reason, unanswered = asyncio.run(scenario())
     assert reason is not None and "heart-beat" in reason and unanswered == []
+
+
+def test_a_broker_that_stops_reading_fails_a_send_within_the_write_deadline(peers: list[Peer]) -> None:
+    """The peer answers CONNECT, then reads nothing. Sends are written while the socket takes them (small frames
+    without waiting at all); once the buffers are full, the next send waits at most the write deadline, raises
+    WriteStalled, and the connection ends with the reason."""
+    peer = Peer(b"CONNECTED\nversion:1.2\n\n\x00")
+    peers.append(peer)
+    deadline_s = 1.0
+
+    async def scenario() -> tuple[float, str | None]:
+        recorder = Recorder()
+        connection = _connection(("127.0.0.1", peer.port), recorder, write_timeout_s=deadline_s)
+        await connection.connect("localhost", {})
+        await recorder.first(Connected)
+        frame = Frame("SEND", {"destination": "/queue/stalled"}, b"x" * 256 * 1024)
+        loop = asyncio.get_running_loop()
+        with pytest.raises(WriteStalled):
+            for _ in range(4096):  # 1 GiB: far more than any socket buffers
+                started = loop.time()
+                await connection.send(frame, receipt=False)
+        waited = loop.time() - started
+        reason, _ = await recorder.until_closed()
+        return waited, reason
+
+    waited, reason = asyncio.run(scenario())
+    assert deadline_s * 0.9 <= waited < deadline_s + 5
+    assert reason is not None and "could not write" in reason
