@@ -28,19 +28,19 @@ from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
-from jmslike.destinations import TEMPORARY_PREFIX, Destination, TemporaryQueue, TemporaryTopic
+from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
     InvalidClientIDException,
-    InvalidDestinationException,
     JMSException,
 )
 from jmslike.failover import open_first
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import check_session_mode, session_mode
+from jmslike.temporary import TemporaryDestinations
 from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
@@ -167,7 +167,7 @@ class Connection(ConnectionDomainMethods):
         self._sessions: list[Session] = []
         self._consumers: dict[str, MessageConsumer] = {}
         self._sub_ids = itertools.count(1)
-        self._temporary: set[Destination] = set()
+        self._temporary = TemporaryDestinations()
         self._exception_listener: ExceptionListener | None = None
         self._events: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._queued_events = 0  # reports queued or running (bounded by MAX_QUEUED_EVENTS)
@@ -419,27 +419,20 @@ class Connection(ConnectionDomainMethods):
     def sessions(self) -> list[Session]:
         return list(self._sessions)
 
+    @property
+    def temporaries(self) -> TemporaryDestinations:
+        """The temporary destinations this connection created (jmslike.temporary)."""
+        return self._temporary
+
     def new_temporary(self, kind: type[TemporaryQueue] | type[TemporaryTopic]) -> Destination:
-        destination = kind(f"{TEMPORARY_PREFIX}{uuid.uuid4().hex}")
-        self._temporary.add(destination)
-        return destination
+        return self._temporary.new(kind)
 
     def owns_temporary(self, destination: Destination) -> bool:
-        return destination in self._temporary
+        return self._temporary.owns(destination)
 
     def check_temporary_use(self, destination: Destination) -> None:
-        """A temporary destination made by another connection reaches us through JMSReplyTo, in the broker's
-        own form; our local name for it would, on ActiveMQ, silently create a new one of ours instead."""
-        if (
-            self.adapter.temporary_names_are_local
-            and isinstance(destination, TemporaryQueue | TemporaryTopic)
-            and destination.name.startswith(TEMPORARY_PREFIX)
-            and not self.owns_temporary(destination)
-        ):
-            raise InvalidDestinationException(
-                f"{destination} belongs to another connection; pass temporary destinations to other "
-                "connections through JMSReplyTo, which carries the broker's name for them"
-            )
+        """A temporary destination of another connection may be used only in the broker's form (temporary.py)."""
+        self._temporary.check_use(destination, self.adapter)
 
     def report(self, error: JMSException) -> None:
         """Hand an asynchronous error to the ExceptionListener, on the event thread.

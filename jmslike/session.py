@@ -176,12 +176,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
 
         self.check_open()
         self._check_destination(destination)
-        if isinstance(destination, TemporaryQueue | TemporaryTopic) and not self._connection.owns_temporary(
-            destination
-        ):
-            raise InvalidDestinationException(
-                f"{destination} was created by another connection; only its own connection may consume from it"
-            )
+        self._connection.temporaries.check_consumable(destination)
         parsed = self.parse_selector(messageSelector, destination)
         spec = SubscriptionSpec(
             sub_id=self._connection.next_sub_id(),

@@ -30,6 +30,7 @@ from jmslike.failover import open_first_async
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import session_mode
+from jmslike.temporary import TemporaryDestinations
 from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class Connection:
         self._reports: set[asyncio.Task[None]] = set()
         self._wire: AsyncStompWire | None = None
         self._closing: asyncio.Future[None] | None = None
+        self.temporaries = TemporaryDestinations()
 
     @classmethod
     async def open(

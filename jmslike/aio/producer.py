@@ -42,11 +42,12 @@ class MessageProducer(ProducerSettings):
         destination, message, mode, priority, ttl = self.resolve_send(args)
         if not isinstance(destination, Destination):
             raise InvalidDestinationException(f"cannot send to {destination!r}")
+        connection = self._session.connection
+        connection.temporaries.check_use(destination, connection.adapter)
         if self._delivery_delay:
             raise JMSException(
                 "jmslike.aio does not send with a delivery delay yet: setDeliveryDelay(0), or use the threaded API"
             )
-        connection = self._session.connection
         outgoing = outgoing_message(
             message,
             destination,

@@ -139,7 +139,7 @@ class Session(SessionModes, MessageFactoryMethods):
 
         self.check_open()
         if destination is not None:
-            _check_destination(destination)
+            self._check_destination(destination)
         producer = MessageProducer(self, destination)
         self._producers.append(producer)
         return producer
@@ -151,7 +151,8 @@ class Session(SessionModes, MessageFactoryMethods):
         from jmslike.aio.consumer import MessageConsumer
 
         self.check_open()
-        _check_destination(destination)
+        self._check_destination(destination)
+        self._connection.temporaries.check_consumable(destination)
         adapter = self._connection.adapter
         parsed = parse_selector(adapter, messageSelector, destination)
         spec = SubscriptionSpec(
@@ -190,6 +191,30 @@ class Session(SessionModes, MessageFactoryMethods):
             self._connection.unregister_consumer(consumer)
             return
         await self._detach(consumer, consumer.stop_taking())
+
+    async def createTemporaryQueue(self) -> TemporaryQueue:
+        """A queue that lives as long as this connection; only this connection may consume from it."""
+        return await self._new_temporary(TemporaryQueue)  # type: ignore[return-value]
+
+    async def createTemporaryTopic(self) -> TemporaryTopic:
+        """A topic that lives as long as this connection; only this connection may subscribe to it."""
+        return await self._new_temporary(TemporaryTopic)  # type: ignore[return-value]
+
+    async def _new_temporary(self, kind: type[TemporaryQueue] | type[TemporaryTopic]) -> Destination:
+        self.check_open()
+        connection = self._connection
+        if not connection.adapter.capabilities.temporary_destinations:
+            raise UnsupportedFeatureException(connection.adapter.display_name, "temporary destinations")
+        destination = connection.temporaries.new(kind)
+        await connection.in_worker(
+            connection.adapter.create_temporary, connection.blocking_wire(), destination
+        )
+        return destination
+
+    def _check_destination(self, destination: object) -> None:
+        _check_destination(destination)
+        assert isinstance(destination, Destination)
+        self._connection.temporaries.check_use(destination, self._connection.adapter)
 
     def remove_producer(self, producer: MessageProducer) -> None:
         if producer in self._producers:
@@ -803,10 +828,6 @@ def _check_destination(destination: object) -> None:
     if not isinstance(destination, Destination):
         raise InvalidDestinationException(
             f"expected a Queue or Topic (session.createQueue/createTopic), got {destination!r}"
-        )
-    if isinstance(destination, TemporaryQueue | TemporaryTopic):
-        raise UnsupportedFeatureException(
-            "jmslike.aio", "temporary destinations (not yet; the threaded API has them)"
         )
 
 

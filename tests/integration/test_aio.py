@@ -19,6 +19,7 @@ from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
     InvalidClientIDException,
+    InvalidDestinationException,
     JMSException,
     TransactionRolledBackException,
 )
@@ -462,5 +463,39 @@ def test_an_exception_listener_may_close_the_connection_it_hears_about(broker: A
         connection.wire.kill_socket()
         await asyncio.wait_for(closed.wait(), DEADLINE_S / 2)
         assert "closed" in repr(connection)
+
+    run(body)
+
+
+def test_request_reply_over_a_temporary_queue(broker: Any, url: str) -> None:
+    """The requester's temporary queue travels in JMSReplyTo; the responder, on another connection, answers
+    there; only the requester's connection may consume from it."""
+
+    async def body() -> None:
+        requests_name = name("requests")
+        async with (
+            await open_connection(broker, url) as requester,
+            await open_connection(broker, url) as responder,
+        ):
+            session = await requester.createSession()
+            replies = await session.createTemporaryQueue()
+            reply_consumer = await session.createConsumer(replies)
+            serving = await responder.createSession()
+            with pytest.raises(InvalidDestinationException):
+                await serving.createConsumer(replies)  # not the responder's own
+            requests = await serving.createConsumer(serving.createQueue(requests_name))
+            request = session.createTextMessage("ping")
+            request.setJMSReplyTo(replies)
+            await session.createProducer(session.createQueue(requests_name)).send(request)
+            got = await requests.receive(RECEIVE_MS)
+            assert text(got) == "ping" and got is not None
+            reply_to = got.getJMSReplyTo()
+            assert reply_to is not None
+            answer = serving.createTextMessage("pong")
+            answer.setJMSCorrelationID(got.getJMSMessageID())
+            await serving.createProducer(None).send(reply_to, answer)
+            reply = await reply_consumer.receive(RECEIVE_MS)
+            assert text(reply) == "pong" and reply is not None
+            assert reply.getJMSCorrelationID() == request.getJMSMessageID()
 
     run(body)
