@@ -71,6 +71,7 @@ class AsyncStompConnection:
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._stall_watch: asyncio.TimerHandle | None = None
         self._ended = False
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
@@ -166,10 +167,38 @@ class AsyncStompConnection:
         writer = self._writer
         if writer is None or self._ended or self._protocol.state != "connected":
             raise SocketClosed()
-        data, pending = self._protocol.send(frame, asyncio.get_running_loop().time(), receipt=receipt)
+        loop = asyncio.get_running_loop()
+        data, pending = self._protocol.send(frame, loop.time(), receipt=receipt)
         if pending is not None and on_sent is not None:
             on_sent(pending)
         writer.write(data)  # no await since encoding: frames never interleave
+        if self._stall_watch is None and self._backed_up(writer):
+            # Nobody may await these bytes (an ACK from write()): watch that the broker keeps taking them.
+            self._stall_watch = loop.call_later(
+                self._write_timeout_s, self._check_stall, writer.transport.get_write_buffer_size()
+            )
+
+    @staticmethod
+    def _backed_up(writer: asyncio.StreamWriter) -> bool:
+        transport = writer.transport
+        return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+
+    def _check_stall(self, size_then: int) -> None:
+        """The write deadline for bytes nobody awaits: the buffer above its high-water mark, and the broker took
+        none of it for ``write_timeout_s``: drop the connection (the same rule as a send's deadline)."""
+        self._stall_watch = None
+        writer = self._writer
+        if writer is None or self._ended or not self._backed_up(writer):
+            return
+        size_now = writer.transport.get_write_buffer_size()
+        if size_now < size_then:  # it is draining, slowly: watch on
+            self._stall_watch = asyncio.get_running_loop().call_later(
+                self._write_timeout_s, self._check_stall, size_now
+            )
+            return
+        self.abort(
+            f"could not write within {self._write_timeout_s:.1f}s: the broker stopped reading or is unreachable"
+        )
 
     async def _drain(self, timeout_s: float) -> None:
         writer = self._writer
@@ -269,6 +298,8 @@ class AsyncStompConnection:
         if self._ended:
             return
         self._ended = True
+        if self._stall_watch is not None:
+            self._stall_watch.cancel()
         task = self._heartbeat_task
         if task is not None and task is not asyncio.current_task():
             task.cancel()

@@ -97,10 +97,8 @@ class Session(SessionModes, MessageFactoryMethods):
         self._recover_current = False
         self._rr = 0
         self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
+        self._close_task: asyncio.Future[None] | None = None
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
-        self._finishing: asyncio.Future[None] | None = (
-            None  # a call whose caller was cancelled, still running
-        )
 
     # -- properties and factories ------------------------------------------------------------------------
 
@@ -323,25 +321,17 @@ class Session(SessionModes, MessageFactoryMethods):
     # -- acknowledgement -----------------------------------------------------------------------------------
 
     async def _run_to_end(self, work: Coroutine[Any, Any, None]) -> None:
-        """Await ``work``, which runs to its end even if the caller is cancelled: a commit, rollback, acknowledge
-        or close cancelled half way would leave the session's state and the broker's apart. The caller's
-        cancellation is raised as usual (its outcome, if it fails, is logged), and the session's next call
-        waits for it to end first."""
-        await self._finished()
+        """Await ``work``, which runs to its end even if the caller is cancelled: an acknowledge, commit,
+        rollback or close cancelled half way would leave the session's state and the broker's apart. The
+        caller's cancellation is raised as usual; a failure after it is logged. Each of these calls takes what
+        it settles from the session before its first await (a commit its transaction, an acknowledge its
+        batch), so a later call never joins work already under way."""
         task = asyncio.ensure_future(work)
-        self._finishing = task
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
             task.add_done_callback(_log_failure)
             raise
-
-    async def _finished(self) -> None:
-        """Wait for a call whose caller was cancelled to end (see _run_to_end)."""
-        task = self._finishing
-        if task is not None and not task.done() and not self._on_dispatcher():
-            # (A listener does not wait: a close cancelled while it runs waits for the listener itself.)
-            await asyncio.wait({task})
 
     def _check_generation(self, generation: int) -> None:
         if generation != self._epoch:
@@ -467,6 +457,10 @@ class Session(SessionModes, MessageFactoryMethods):
             if tx is None:  # only consumed messages: the broker transaction for their ACKs starts now
                 tx = await self._transaction_for_send()
                 assert tx is not None
+            # This commit owns the transaction now: a send made meanwhile (by a caller whose commit was
+            # cancelled) starts the next one.
+            self._tx = None
+            self._deferred = []
             wire = self._connection.wire
             if acks_in_transaction:
                 for _, pending in consumed:
@@ -475,7 +469,7 @@ class Session(SessionModes, MessageFactoryMethods):
             if self._epoch != epoch or self._rollback_only is not None:
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
-            await self._rollback_local(redeliver=True)
+            await self._rollback_local(redeliver=True, tx=tx)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         try:
             await wire.request(adapter.transaction_frame("COMMIT", tx))
@@ -486,7 +480,7 @@ class Session(SessionModes, MessageFactoryMethods):
             await self._forget_transaction(consumed)
             raise commit_in_doubt() from exc
         except JMSException as exc:
-            await self._rollback_local(redeliver=True)
+            await self._rollback_local(redeliver=True, tx=tx)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         await self._forget_transaction(consumed)
         await self._await_deferred(deferred)
@@ -511,8 +505,6 @@ class Session(SessionModes, MessageFactoryMethods):
         """The transaction is over (committed, or its outcome reported as unknown): the next starts clean."""
         done = {id(p) for _, p in consumed}
         self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
-        self._tx = None
-        self._deferred = []
         self._rollback_only = None
         await self._release_closed()
 
@@ -527,8 +519,11 @@ class Session(SessionModes, MessageFactoryMethods):
         await self.settle_sends()
         await self._rollback_local(redeliver=True)
 
-    async def _rollback_local(self, redeliver: bool) -> None:
-        tx, self._tx = self._tx, None
+    async def _rollback_local(self, redeliver: bool, tx: str | None = None) -> None:
+        """ABORT the transaction (the session's open one, or ``tx``, which a commit took) and hand its consumed
+        messages back: redelivered locally, or (closing) to the broker when their consumers detach."""
+        if tx is None:
+            tx, self._tx = self._tx, None
         self._rollback_only = None
         self._deferred = []  # aborted sends are never answered
         if tx is not None and self._connection.failure is None:
@@ -549,7 +544,6 @@ class Session(SessionModes, MessageFactoryMethods):
     async def send(self, producer: MessageProducer, outgoing: OutgoingMessage) -> None:
         """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring)."""
         connection = self._connection
-        await self._finished()
         tx = await self._transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, tx)
         wire = connection.wire
@@ -765,7 +759,10 @@ class Session(SessionModes, MessageFactoryMethods):
             raise IllegalStateException(
                 "a MessageListener may not close its own session (close waits for it)"
             )
-        await self._run_to_end(self._close())
+        if self._close_task is None:  # a second close waits for the first
+            self._close_task = asyncio.ensure_future(self._close())
+            self._close_task.add_done_callback(_retrieved)
+        await asyncio.shield(self._close_task)
 
     async def _close(self) -> None:
         if self._closed:
@@ -845,3 +842,9 @@ async def _changed_within(changed: asyncio.Event, timeout_s: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    """The close's outcome reaches every caller that awaits it; one that was cancelled leaves it here."""
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("session close failed: %s", task.exception())

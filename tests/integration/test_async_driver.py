@@ -8,6 +8,7 @@ tested is the driver: CONNECT, receipts, a MESSAGE, DISCONNECT, and every receip
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import threading
 import uuid
@@ -240,3 +241,61 @@ def test_a_broker_that_stops_reading_fails_a_send_within_the_write_deadline(peer
     waited, reason = asyncio.run(scenario())
     assert deadline_s * 0.9 <= waited < deadline_s + 5
     assert reason is not None and "could not write" in reason
+
+
+def test_a_broker_that_stops_reading_acknowledgements_is_dropped_within_the_write_deadline() -> None:
+    """jmslike.aio hands AUTO ACKs to the socket without awaiting them (so a cancelled receive takes nothing);
+    a broker that keeps delivering but reads none of them must still be dropped within the write deadline
+    (receipt_timeout_ms), not buffer ACKs without bound. A scripted peer: answers CONNECT and SUBSCRIBE, then
+    only writes MESSAGE frames."""
+    from jmslike.aio import ConnectionFactory, Session
+    from jmslike.exceptions import ConnectionLostException
+
+    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen = b""
+        while b"SUBSCRIBE" not in seen or not seen.endswith(b"\x00"):
+            chunk = await reader.read(65536)
+            if not chunk:
+                return
+            if b"CONNECT" in chunk and b"CONNECTED" not in seen:
+                writer.write(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
+            seen += chunk
+        subscribe = seen.split(b"SUBSCRIBE", 1)[1]
+        sub_id = subscribe.split(b"\nid:", 1)[1].split(b"\n", 1)[0]
+        receipt = subscribe.split(b"\nreceipt:", 1)[1].split(b"\n", 1)[0]
+        writer.write(b"RECEIPT\nreceipt-id:" + receipt + b"\n\n\x00")
+        n = 0
+        with contextlib.suppress(ConnectionError):
+            while True:  # never reads again
+                for _ in range(200):
+                    n += 1
+                    writer.write(
+                        b"MESSAGE\nsubscription:%s\nmessage-id:m%d\ndestination:/queue/q\ncontent-length:2\n\nhi\x00"
+                        % (sub_id, n)
+                    )
+                await writer.drain()
+
+    async def scenario() -> tuple[float, BaseException | None]:
+        server = await asyncio.start_server(flood, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        factory = ConnectionFactory(f"activemq://127.0.0.1:{port}?receipt_timeout_ms=1000")
+        connection = await factory.createConnection()
+        connection.setExceptionListener(lambda error: None)
+        await connection.start()
+        session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+        consumer = await session.createConsumer(session.createQueue("q"))
+        loop = asyncio.get_running_loop()
+        started, error = loop.time(), None
+        try:
+            while loop.time() - started < DEADLINE_S:
+                await consumer.receive(1000)
+        except ConnectionLostException as exc:
+            error = exc
+        elapsed = loop.time() - started
+        await connection.close()
+        server.close()
+        return elapsed, error
+
+    elapsed, error = asyncio.run(scenario())
+    assert error is not None and "could not write" in str(error), error
+    assert elapsed < DEADLINE_S
