@@ -28,7 +28,7 @@ from jmslike.exceptions import (
     JMSException,
 )
 from jmslike.messages import Message
-from jmslike.producer_settings import ProducerSettings, outgoing_message
+from jmslike.producer_settings import ProducerSettings
 
 if TYPE_CHECKING:
     from jmslike.session import Session
@@ -127,18 +127,8 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             if retain:
                 raise JMSException("a retained publication cannot be delayed; setDeliveryDelay(0) first")
             connection.delay_check.ensure(connection)
-        message_id = self.next_message_id()
-        outgoing = outgoing_message(
-            message,
-            destination,
-            mode,
-            priority,
-            ttl,
-            delay,
-            message_id,
-            stamp_time=not self._disable_timestamp,
-            reserved=connection.adapter.reserved_headers,
-            origin=connection.connection_id,
+        outgoing = self._outgoing(
+            message, destination, mode, priority, ttl, delay, connection.adapter, connection.connection_id
         )
         if retain:
             from jmslike import retained

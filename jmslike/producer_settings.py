@@ -17,7 +17,7 @@ from typing import Any
 
 from jmslike import body_codec
 from jmslike.constants import DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, DeliveryMode
-from jmslike.contract import OutgoingMessage
+from jmslike.contract import Adapter, OutgoingMessage
 from jmslike.destinations import Destination
 from jmslike.exceptions import JMSException, MessageFormatException, UnsupportedOperationException
 from jmslike.messages import Message
@@ -155,6 +155,31 @@ class ProducerSettings:
         )
         raised.__cause__ = error
         return raised
+
+    def _outgoing(
+        self,
+        message: Message,
+        destination: Destination,
+        mode: int,
+        priority: int,
+        ttl: int,
+        delay: int,
+        adapter: Adapter,
+        origin: str,
+    ) -> OutgoingMessage:
+        """:func:`outgoing_message` with this producer's message ID and timestamp settings."""
+        return outgoing_message(
+            message,
+            destination,
+            mode,
+            priority,
+            ttl,
+            delay,
+            self.next_message_id(),
+            stamp_time=not self._disable_timestamp,
+            reserved=adapter.reserved_headers,
+            origin=origin,
+        )
 
     def next_message_id(self) -> str | None:
         """The JMSMessageID for the next send (None when disabled)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.destinations import Destination
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
-from jmslike.producer_settings import ProducerSettings, outgoing_message
+from jmslike.producer_settings import ProducerSettings
 
 if TYPE_CHECKING:
     from jmslike.aio.session import Session
@@ -48,17 +48,8 @@ class MessageProducer(ProducerSettings):
             raise JMSException(
                 "jmslike.aio does not send with a delivery delay yet: setDeliveryDelay(0), or use the threaded API"
             )
-        outgoing = outgoing_message(
-            message,
-            destination,
-            mode,
-            priority,
-            ttl,
-            0,
-            self.next_message_id(),
-            stamp_time=not self._disable_timestamp,
-            reserved=connection.adapter.reserved_headers,
-            origin=connection.connection_id,
+        outgoing = self._outgoing(
+            message, destination, mode, priority, ttl, 0, connection.adapter, connection.connection_id
         )
         await self._session.send(self, outgoing)
 
