@@ -373,7 +373,8 @@ def test_a_commit_after_a_connection_loss_of_a_receive_only_transaction_rolls_ba
     async def body() -> None:
         queue_name = name("q")
         connection = await open_connection(broker, url)
-        connection.setExceptionListener(lambda error: None)
+        lost = asyncio.Event()
+        connection.setExceptionListener(lambda error: lost.set())
         session = await connection.createSession(Session.SESSION_TRANSACTED)
         queue = session.createQueue(queue_name)
         sender = await connection.createSession()
@@ -381,8 +382,7 @@ def test_a_commit_after_a_connection_loss_of_a_receive_only_transaction_rolls_ba
         consumer = await session.createConsumer(queue)
         assert text(await consumer.receive(RECEIVE_MS)) == "once"
         connection.wire.kill_socket()
-        while connection.failure is None:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(lost.wait(), DEADLINE_S / 2)  # the loss is known to the session
         with pytest.raises(TransactionRolledBackException):
             await session.commit()
         await connection.close()
