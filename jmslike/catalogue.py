@@ -36,7 +36,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, SubscriptionRegistry
@@ -67,7 +67,22 @@ def _finish_compactions(timeout_s: float = 5.0) -> None:
         worker.join(max(0.0, deadline - time.monotonic()))
 
 
-_registries: weakref.WeakKeyDictionary[Connection, SubscriptionRegistry] = weakref.WeakKeyDictionary()
+class RegistryOwner(Protocol):
+    """What a registry is kept for: an application connection of either API (``jmslike`` or ``jmslike.aio``)."""
+
+    @property
+    def adapter(self) -> Adapter: ...
+
+    @property
+    def config(self) -> ConnectionConfig: ...
+
+    @property
+    def generation(self) -> int:
+        """Advances on every reconnect (a client ID that was free for a while may have lost subscriptions)."""
+        ...
+
+
+_registries: weakref.WeakKeyDictionary[RegistryOwner, SubscriptionRegistry] = weakref.WeakKeyDictionary()
 
 
 def key_of(client_id: str, name: str) -> str:
@@ -111,7 +126,7 @@ def newest(entries: list[Entry]) -> Entry | None:
     return max(entries, key=lambda e: (e.seq, e.at_ms), default=None)
 
 
-def registry_for(connection: Connection) -> SubscriptionRegistry:
+def registry_for(connection: RegistryOwner) -> SubscriptionRegistry:
     """The connection's registry: the broker's own where the adapter has one, else the catalogue queue."""
     registry = _registries.get(connection)
     if registry is None:
@@ -135,7 +150,7 @@ def registry_for(connection: Connection) -> SubscriptionRegistry:
     return registry
 
 
-def optional_registry(connection: Connection) -> SubscriptionRegistry | None:
+def optional_registry(connection: RegistryOwner) -> SubscriptionRegistry | None:
     """The registry, or None where the broker offers no way to keep one (plain JMS still works)."""
     try:
         return registry_for(connection)

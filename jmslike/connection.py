@@ -40,6 +40,7 @@ from jmslike.failover import open_first
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import check_session_mode, session_mode
+from jmslike.subscription_plans import open_durable_names, open_shared_durable_names
 from jmslike.temporary import TemporaryDestinations
 from jmslike.wire_events import WireEventRouter
 
@@ -373,7 +374,7 @@ class Connection(ConnectionDomainMethods):
     def open_private(self) -> Connection:
         """A new connection to the same broker with the same credentials, without client ID, for jmslike's
         own checks (delivery_delay): it never shares state with this one."""
-        return Connection(self._config, load_adapter(self._config.scheme), self.serializers)
+        return private_connection(self._config, self.serializers)
 
     def next_sub_id(self) -> str:
         return f"{self.connection_id}-{next(self._sub_ids)}"
@@ -397,19 +398,11 @@ class Connection(ConnectionDomainMethods):
         self._consumers.pop(sub_id, None)
 
     def active_durable_names(self) -> set[str]:
-        return {
-            c.spec.durable_name
-            for c in self._consumers.values()
-            if c.spec.durable_name is not None and not c.closed
-        }
+        return open_durable_names(self._consumers.values())
 
     def active_shared_durable_names(self) -> set[str]:
         """Names of the shared durable subscriptions this connection has open consumers on."""
-        return {
-            c.spec.shared_name
-            for c in self._consumers.values()
-            if c.spec.shared_durable and c.spec.shared_name is not None and not c.closed
-        }
+        return open_shared_durable_names(self._consumers.values())
 
     def remove_session(self, session: Session) -> None:
         with self._lock:
@@ -587,6 +580,12 @@ def check_client_id_settable(current: str | None, locked: bool) -> None:
             "setClientID must be called right after the connection is created, before any other "
             "call on it (JMS 1.1 §4.3.2); create a new connection and set the ID first"
         )
+
+
+def private_connection(config: ConnectionConfig, serializers: SerializerRegistry) -> Connection:
+    """A new threaded connection from ``config`` (its credentials, no client ID), for jmslike's own checks;
+    ``jmslike.aio`` opens it in a worker thread."""
+    return Connection(config, load_adapter(config.scheme), serializers)
 
 
 def check_client_id(client_id: Any) -> None:

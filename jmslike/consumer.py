@@ -357,31 +357,17 @@ class QueueBrowser:
 
     def _stream(self, timeout_ms: int) -> Iterator[Message | None]:
         """Yields None once subscribed, then the messages (see :meth:`getEnumeration`)."""
-        from jmslike.delivery import Pending
-
         connection = self._session.connection
-        spec = SubscriptionSpec(
-            sub_id=connection.next_sub_id(),
-            destination=self._queue,
-            selector=self._selector.render() if self._selector is not None else None,
-            browser=True,
-            prefetch=connection.config.prefetch,
-        )
+        spec = browse_spec(connection.next_sub_id(), self._queue, self._selector, connection.config.prefetch)
         sink = _BrowseSink(spec)
         connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
             connection.adapter.subscribe(connection.wire_for_use(), spec)
             yield None
             while (item := sink.next(timeout_ms / 1000)) is not None:
-                if item.expired():
-                    continue
-                yield build_message(
-                    item,
-                    connection.adapter.reserved_headers,
-                    connection.serializers,
-                    item.redelivered,
-                    Pending(item).delivery_count,
-                )
+                message = browsed_message(item, connection.adapter, connection.serializers)
+                if message is not None:
+                    yield message
         finally:
             sink.stopped = True
             connection.unregister_consumer_id(spec.sub_id)
@@ -432,6 +418,30 @@ class _BrowseSink:
                     )
                 self._cond.wait(remaining)
             return self._items.popleft() if self._items else None
+
+
+def browse_spec(sub_id: str, queue: Queue, selector: Selector | None, prefetch: int) -> SubscriptionSpec:
+    """The subscription of a queue browse (both APIs)."""
+    return SubscriptionSpec(
+        sub_id=sub_id,
+        destination=queue,
+        selector=selector.render() if selector is not None else None,
+        browser=True,
+        prefetch=prefetch,
+    )
+
+
+def browsed_message(
+    item: IncomingMessage, adapter: Adapter, serializers: SerializerRegistry
+) -> Message | None:
+    """A browsed message as the application sees it, or None for one that expired (JMS: never handed out)."""
+    from jmslike.delivery import Pending
+
+    if item.expired():
+        return None
+    return build_message(
+        item, adapter.reserved_headers, serializers, item.redelivered, Pending(item).delivery_count
+    )
 
 
 def build_message(

@@ -14,13 +14,29 @@ goes with it, and the held-back probe is dropped when its time comes (the broker
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from jmslike.constants import DeliveryMode
 from jmslike.exceptions import JMSException, UnsupportedFeatureException
 
 if TYPE_CHECKING:
+    from jmslike.config import ConnectionConfig
     from jmslike.connection import Connection
+    from jmslike.contract import Adapter
+
+
+class PrivateOpener(Protocol):
+    """An application connection of either API, as the check needs it: its broker, and a private threaded
+    connection to it (``jmslike.aio`` runs the check in a worker thread)."""
+
+    @property
+    def adapter(self) -> Adapter: ...
+
+    @property
+    def config(self) -> ConnectionConfig: ...
+
+    def open_private(self) -> Connection: ...
+
 
 PROBE_DELAY_MS = 60_000
 _PROBE, _MARKER = "jmslike delivery-delay probe", "jmslike delivery-delay marker"
@@ -33,11 +49,16 @@ class DelayCheck:
         self._lock = threading.Lock()
         self._verified = False
 
+    @property
+    def verified(self) -> bool:
+        """The broker was seen to hold delayed messages back (no round trip is needed any more)."""
+        return self._verified
+
     def trust(self) -> None:
         """The probe's own connection: it sends the one delayed message that asks the question."""
         self._verified = True
 
-    def ensure(self, connection: Connection) -> None:
+    def ensure(self, connection: PrivateOpener) -> None:
         """Return when delayed sends are honoured; UnsupportedFeatureException otherwise."""
         if self._verified:
             return
@@ -47,7 +68,7 @@ class DelayCheck:
                 self._verified = True
 
 
-def _probe(connection: Connection) -> None:
+def _probe(connection: PrivateOpener) -> None:
     adapter = connection.adapter
     if not adapter.capabilities.delivery_delay:
         raise UnsupportedFeatureException(

@@ -26,19 +26,13 @@ import time
 from typing import TYPE_CHECKING
 
 from jmslike import selector as selectors
-from jmslike.catalogue import optional_registry, registry_for
+from jmslike.catalogue import RegistryOwner, optional_registry, registry_for
 from jmslike.consumer import MessageConsumer, TopicSubscriber, selector_value
-from jmslike.contract import IncomingMessage, SubscriptionRegistry, SubscriptionSpec
+from jmslike.contract import Adapter, IncomingMessage, SubscriptionRegistry, SubscriptionSpec, Wire
 from jmslike.destinations import Topic
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
-from jmslike.subscriptions import (
-    DurableDefinition,
-    check_expiry,
-    companion_accepts,
-    durable_selector,
-    expired,
-    topic_refused,
-)
+from jmslike.subscription_plans import no_shared_one, plan_durable, refuse_unsubscribe_without_client_id
+from jmslike.subscriptions import DurableDefinition, companion_accepts, expired
 
 if TYPE_CHECKING:
     from jmslike.session import Session
@@ -89,62 +83,37 @@ def create(
     connection = session.connection
     client_id = connection.getClientID()
     assert client_id is not None
-    expiry_ms = check_expiry(expiry_ms)
-    if topic_refused(topic.name, connection.config.no_durable_topics):
-        raise InvalidDestinationException(
-            f"topic {topic.name!r} does not allow durable subscriptions (no_durable_topics in the connection "
-            "URL); use a non-durable subscriber (createConsumer) or another topic"
-        )
-    if on_request_only and inactiveSelector is not None:
-        raise JMSException(
-            "a subscription on request only receives no live traffic, so an inactiveSelector has nothing to "
-            "filter: give one or the other"
-        )
-    parsed = session.parse_selector(messageSelector, topic)
-    inactive = session.parse_selector(inactiveSelector, topic)
-    definition = DurableDefinition(
+    plan = plan_durable(
+        connection.adapter,
+        connection.config,
+        sub_id=connection.next_sub_id(),
         client_id=client_id,
+        topic=topic,
         name=name,
-        topic=topic.name,
-        selector=parsed.text if parsed is not None else None,
-        no_local=bool(noLocal),
-        inactive_selector=inactive.text if inactive is not None else None,
+        selector=messageSelector,
+        no_local=noLocal,
+        inactive_selector=inactiveSelector,
         expiry_ms=expiry_ms,
         on_request_only=on_request_only,
     )
     registry = optional_registry(connection)
     if registry is not None:
-        _expire_if_due(session, registry, client_id, name, resuming)
-    elif expiry_ms:
+        expire_if_due(connection.adapter, connection.wire_for_use(), registry, client_id, name, resuming)
+    elif plan.definition.expiry_ms:
         registry_for(connection)  # raises UnsupportedFeatureException saying why
-    combined_text = durable_selector(
-        parsed.render() if parsed is not None else None, inactive.render() if inactive is not None else None
-    )
-    combined = session.parse_selector(combined_text, topic)
-    spec = SubscriptionSpec(
-        sub_id=connection.next_sub_id(),
-        destination=topic,
-        selector=combined.render() if combined is not None else None,
-        no_local=bool(noLocal),
-        durable_name=name,
-        client_id=client_id,
-        prefetch=connection.config.prefetch,
-        expiry_ms=expiry_ms,
-        definition=definition.to_json(),
-    )
     if on_request_only:
         from jmslike.retained import OnRequestSubscriber
 
-        subscriber: TopicSubscriber = OnRequestSubscriber(session, spec, combined)
+        subscriber: TopicSubscriber = OnRequestSubscriber(session, plan.spec, plan.selector)
     else:
-        subscriber = TopicSubscriber(session, spec, combined)
-    subscriber.definition = definition
+        subscriber = TopicSubscriber(session, plan.spec, plan.selector)
+    subscriber.definition = plan.definition
     session.attach(subscriber)
     try:
-        if inactive is not None:
-            _attach_companion(session, subscriber, parsed)
+        if plan.inactive is not None:
+            _attach_companion(session, subscriber, plan.application_selector)
         if registry is not None:
-            registry.attached(definition)
+            registry.attached(plan.definition)
     except BaseException:
         subscriber.close()
         raise
@@ -171,19 +140,19 @@ def _attach_companion(session: Session, owner: TopicSubscriber, parsed: selector
     owner.companion = companion
 
 
-def _expire_if_due(
-    session: Session, registry: SubscriptionRegistry, client_id: str, name: str, resuming: bool
+def expire_if_due(
+    adapter: Adapter, wire: Wire, registry: SubscriptionRegistry, client_id: str, name: str, resuming: bool
 ) -> None:
-    """Where jmslike enforces expiry: delete the subscription if it has been inactive too long."""
+    """Where jmslike enforces expiry: delete the subscription if it has been inactive too long (blocking:
+    ``jmslike.aio`` calls it in a worker thread)."""
     if registry.broker_expiry:
         return
     expiry_ms, last = registry.expiry_state(client_id, name)
     if not expired(expiry_ms, last, int(time.time() * 1000)):
         return
     log.info("durable subscription %r of %r expired; deleting it", name, client_id)
-    connection = session.connection
     try:
-        connection.adapter.delete_durable(connection.wire_for_use(), client_id, name)
+        adapter.delete_durable(wire, client_id, name)
     except InvalidDestinationException:
         log.debug("expired subscription %r was already gone on the broker", name)
     registry.removed(client_id, name)
@@ -194,17 +163,66 @@ def _expire_if_due(
         )
 
 
-def resume(session: Session, name: str) -> TopicSubscriber:
-    """``Session.resumeDurableSubscriber``: attach to an existing subscription by name alone."""
-    connection = session.connection
-    client_id = connection.getClientID()
-    assert client_id is not None
-    definition = registry_for(connection).lookup(client_id, name)
+def recorded(registry: SubscriptionRegistry, client_id: str, name: str) -> DurableDefinition:
+    """What ``resumeDurableSubscriber`` re-creates: the record of (client ID, name), or
+    InvalidDestinationException (blocking: ``jmslike.aio`` calls it in a worker thread)."""
+    definition = registry.lookup(client_id, name)
     if definition is None:
         raise InvalidDestinationException(
             f"no durable subscription {name!r} exists for client ID {client_id!r} (or it was created outside "
             "jmslike): create it with createDurableSubscriber(topic, name, ...)"
         )
+    return definition
+
+
+def unsubscribe(
+    owner: RegistryOwner,
+    wire: Wire,
+    client_id: str | None,
+    name: str,
+    *,
+    unshared_refusal: JMSException | None,
+    shared_refusal: JMSException | None,
+) -> None:
+    """``Session.unsubscribe``'s work on the broker, for both APIs (blocking: ``jmslike.aio`` runs it in a worker
+    thread). The refusals come from the API's own state (:func:`~jmslike.subscription_plans.unsubscribe_refusal`):
+    the unshared one applies first; the shared one only where no unshared subscription of that name exists."""
+    adapter = owner.adapter
+    if client_id is None:  # JMS 2.0: only a shared durable one can be meant
+        refuse_unsubscribe_without_client_id(adapter, name)
+        try:
+            _unsubscribe_shared(adapter, wire, None, name, shared_refusal)
+        except InvalidDestinationException as exc:
+            raise no_shared_one(exc) from exc
+        return
+    if unshared_refusal is not None:
+        raise unshared_refusal
+    try:
+        adapter.delete_durable(wire, client_id, name)
+    except InvalidDestinationException:
+        if not adapter.capabilities.shared_subscriptions:
+            raise
+        _unsubscribe_shared(adapter, wire, client_id, name, shared_refusal)  # a shared durable one, or none
+        return
+    registry = optional_registry(owner)
+    if registry is not None:
+        registry.removed(client_id, name)
+
+
+def _unsubscribe_shared(
+    adapter: Adapter, wire: Wire, client_id: str | None, name: str, refusal: JMSException | None
+) -> None:
+    if refusal is not None:
+        raise refusal
+    adapter.delete_shared_durable(wire, client_id, name)
+
+
+def resume(session: Session, name: str) -> TopicSubscriber:
+    """``Session.resumeDurableSubscriber``: attach to an existing subscription by name alone."""
+    connection = session.connection
+    client_id = connection.getClientID()
+    assert client_id is not None
+    definition = recorded(registry_for(connection), client_id, name)
     return create(
         session,
         Topic(definition.topic),

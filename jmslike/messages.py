@@ -383,6 +383,11 @@ class Message:
         """Provider hook: what ``acknowledge()`` does for this delivery (the session's mode decides)."""
         self._acknowledger = acknowledger
 
+    @property
+    def acknowledger(self) -> Callable[[], Awaitable[None] | None] | None:
+        """Provider hook: what ``acknowledge()`` calls (None: not received, nothing to do)."""
+        return self._acknowledger
+
     def mark_received(self) -> None:
         """Provider hook, called once a received message is fully built: properties and body become
         read-only (Bytes and Stream messages are put in read mode at the start)."""

@@ -51,6 +51,14 @@ from jmslike.messages import (
 from jmslike.send_window import SendWindow
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
+from jmslike.subscription_plans import (
+    check_durable_topic,
+    check_subscription_name,
+    of_durable_subscription,
+    refuse_durable_in_use,
+    require_client_id,
+    unsubscribe_refusal,
+)
 from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
@@ -212,7 +220,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         return durable_subscriptions.create(
             self,
             topic,
-            _check_subscription_name(name),
+            check_subscription_name(name),
             messageSelector,
             noLocal,
             inactiveSelector,
@@ -234,7 +242,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         from jmslike import shared_subscriptions
 
         self.check_open()
-        name = _check_subscription_name(sharedSubscriptionName)
+        name = check_subscription_name(sharedSubscriptionName)
         return shared_subscriptions.create(self, topic, name, messageSelector, durable=False)
 
     def createSharedDurableConsumer(
@@ -245,7 +253,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         from jmslike import shared_subscriptions
 
         self.check_open()
-        name = _check_subscription_name(name)
+        name = check_subscription_name(name)
         return shared_subscriptions.create(self, topic, name, messageSelector, durable=True)
 
     def resumeDurableSubscriber(self, name: str) -> TopicSubscriber:
@@ -254,28 +262,22 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         from jmslike import durable_subscriptions
 
         self.check_open()
-        name = _check_subscription_name(name)
+        name = check_subscription_name(name)
         self._check_durable(None, name)
         return durable_subscriptions.resume(self, name)
 
     def _check_durable(self, topic: Topic | None, name: str) -> None:
         self._require("durable_subscriptions", "durable subscriptions")
-        if topic is not None and (not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic)):
-            raise InvalidDestinationException(
-                f"a durable subscription needs a (non-temporary) Topic, got {topic!r}"
-            )
-        client_id = self._require_client_id("create a durable subscription")
-        name = _check_subscription_name(name)
-        if name in self._connection.active_durable_names():
-            raise JMSException(
-                f"durable subscription {name!r} of client {client_id!r} already has an active consumer; "
-                "close it first (a durable subscription has one consumer at a time)"
-            )
-        if any(session.still_attached(name) for session in self._connection.sessions()):
-            raise IllegalStateException(
-                f"the closed subscriber of durable subscription {name!r} still has unacknowledged messages, "
-                "so its subscription stays attached: acknowledge, recover, commit or roll back first"
-            )
+        if topic is not None:
+            check_durable_topic(topic)
+        client_id = require_client_id(self._connection.getClientID(), "create a durable subscription")
+        name = check_subscription_name(name)
+        refuse_durable_in_use(
+            name,
+            client_id,
+            active=name in self._connection.active_durable_names(),
+            still_attached=any(session.still_attached(name) for session in self._connection.sessions()),
+        )
 
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
         """A QueueBrowser on ``queue``: looks at its messages without consuming them (where the broker can browse)."""
@@ -290,55 +292,31 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
     def unsubscribe(self, name: str) -> None:
         """Delete the durable subscription ``name`` of this client ID, with its backlog, for good; a shared
         durable one (JMS 2.0) is found by name and client ID, which may then be unset."""
+        from jmslike import durable_subscriptions
+
         self.check_open()
-        adapter = self._connection.adapter
-        if self._connection.getClientID() is None:  # JMS 2.0: only a shared durable one can be meant
-            name = _check_subscription_name(name)
-            if not adapter.capabilities.shared_subscriptions:
-                raise InvalidDestinationException(
-                    f"no durable subscription {name!r} exists without a client ID ({adapter.display_name} has no "
-                    "shared ones, the only kind without); an unshared durable subscription is found by its "
-                    "client ID: call connection.setClientID(...) first"
-                )
-            try:
-                self._unsubscribe_shared(None, name)
-            except InvalidDestinationException as exc:
-                raise InvalidDestinationException(
-                    f"{exc}; an unshared durable subscription is found by its client ID: call "
-                    "connection.setClientID(...) first"
-                ) from exc
-            return
-        client_id = self._require_client_id("unsubscribe")
-        name = _check_subscription_name(name)
-        self._refuse_unsubscribe_in_use(name, self._connection.active_durable_names(), "durable subscription")
-        try:
-            adapter.delete_durable(self._connection.wire_for_use(), client_id, name)
-        except InvalidDestinationException:
-            if not adapter.capabilities.shared_subscriptions:
-                raise
-            self._unsubscribe_shared(client_id, name)  # no unshared one: a shared durable one, or none
-            return
-        from jmslike.catalogue import optional_registry
-
-        registry = optional_registry(self._connection)
-        if registry is not None:
-            registry.removed(client_id, name)
-
-    def _unsubscribe_shared(self, client_id: str | None, name: str) -> None:
-        active = self._connection.active_shared_durable_names()
-        self._refuse_unsubscribe_in_use(name, active, "shared durable subscription")
-        self._connection.adapter.delete_shared_durable(self._connection.wire_for_use(), client_id, name)
-
-    def _refuse_unsubscribe_in_use(self, name: str, active: set[str], what: str) -> None:
-        """JMS: unsubscribe is an error while the subscription has an open consumer here, or a message of it
-        is unacknowledged or in an open transaction (the broker checks other connections)."""
-        if name in active:
-            raise IllegalStateException(f"{what} {name!r} has an open consumer; close it before unsubscribe")
-        if any(session.holds_unacked(name) for session in self._connection.sessions()):
-            raise IllegalStateException(
-                f"a message of {what} {name!r} is unacknowledged or in an open transaction; acknowledge, "
-                "commit or roll back before unsubscribe"
-            )
+        name = check_subscription_name(name)
+        connection = self._connection
+        sessions = connection.sessions()
+        holds_unacked = any(session.holds_unacked(name) for session in sessions)
+        durable_subscriptions.unsubscribe(
+            connection,
+            connection.wire_for_use(),
+            connection.getClientID(),
+            name,
+            unshared_refusal=unsubscribe_refusal(
+                name,
+                "durable subscription",
+                active=name in connection.active_durable_names(),
+                holds_unacked=holds_unacked,
+            ),
+            shared_refusal=unsubscribe_refusal(
+                name,
+                "shared durable subscription",
+                active=name in connection.active_shared_durable_names(),
+                holds_unacked=holds_unacked,
+            ),
+        )
 
     def attach(self, consumer: MessageConsumer) -> MessageConsumer:
         """Register ``consumer`` with the connection and subscribe it on the broker (for the modules that
@@ -371,15 +349,6 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         """Parse a selector, refusing it where the broker cannot apply it honestly (consumer.parse_selector)."""
         return parse_selector(self._connection.adapter, text, destination)
 
-    def _require_client_id(self, action: str) -> str:
-        client_id = self._connection.getClientID()
-        if client_id is None:
-            raise IllegalStateException(
-                f"cannot {action} without a client ID: call connection.setClientID(...) right after "
-                "createConnection (a durable subscription is identified by client ID and name)"
-            )
-        return client_id
-
     def still_attached(self, durable_name: str) -> bool:
         with self._cond:
             return any(c.spec.durable_name == durable_name for c in self._closing)
@@ -388,11 +357,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         """Whether a delivered message of durable subscription ``durable_name`` (unshared or shared) is
         unacknowledged or in the open transaction."""
         with self._cond:
-            return any(
-                c.spec.durable_name == durable_name
-                or (c.spec.shared_durable and c.spec.shared_name == durable_name)
-                for c, _ in self._unacked
-            )
+            return any(of_durable_subscription(c.spec, durable_name) for c, _ in self._unacked)
 
     @property
     def current_delivery(self) -> tuple[MessageConsumer, Pending] | None:
@@ -1092,11 +1057,3 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
 
     def __repr__(self) -> str:
         return f"<Session ack_mode={self._ack_mode} {'closed' if self._closed else 'open'}>"
-
-
-def _check_subscription_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
-        raise JMSException(f"a durable subscription name must be a non-empty string, got {name!r}")
-    if any(ord(ch) < 32 or ch == "\x7f" for ch in name):
-        raise JMSException(f"durable subscription name {name!r} contains control characters")
-    return name

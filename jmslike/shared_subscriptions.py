@@ -21,15 +21,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from jmslike.consumer import MessageConsumer
-from jmslike.contract import SubscriptionSpec
-from jmslike.destinations import TemporaryTopic, Topic
-from jmslike.exceptions import InvalidDestinationException, UnsupportedFeatureException
-from jmslike.subscriptions import topic_refused
+from jmslike.destinations import Topic
+from jmslike.subscription_plans import plan_shared
 
 if TYPE_CHECKING:
     from jmslike.session import Session
-
-FEATURE = "shared subscriptions (JMS 2.0 createSharedConsumer / createSharedDurableConsumer)"
 
 
 def create(
@@ -38,31 +34,14 @@ def create(
     """``createSharedConsumer`` / ``createSharedDurableConsumer``: a consumer on the shared subscription
     (name, client ID or none), created on the broker if it does not exist."""
     connection = session.connection
-    adapter = connection.adapter
-    if not adapter.capabilities.shared_subscriptions:
-        raise UnsupportedFeatureException(
-            adapter.display_name,
-            FEATURE,
-            "the broker has no subscription queue consumers can share over STOMP; jmslike refuses rather "
-            "than give each consumer every message (a queue gives competing consumers)",
-        )
-    if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
-        raise InvalidDestinationException(
-            f"a shared subscription needs a (non-temporary) Topic, got {topic!r}"
-        )
-    if durable and topic_refused(topic.name, connection.config.no_durable_topics):
-        raise InvalidDestinationException(
-            f"topic {topic.name!r} does not allow durable subscriptions (no_durable_topics in the connection "
-            "URL); use createSharedConsumer or another topic"
-        )
-    parsed = session.parse_selector(messageSelector, topic)
-    spec = SubscriptionSpec(
+    spec, parsed = plan_shared(
+        connection.adapter,
+        connection.config,
         sub_id=connection.next_sub_id(),
-        destination=topic,
-        selector=parsed.render() if parsed is not None else None,
         client_id=connection.getClientID(),
-        prefetch=connection.config.prefetch,
-        shared_name=name,
-        shared_durable=durable,
+        topic=topic,
+        name=name,
+        selector=messageSelector,
+        durable=durable,
     )
     return session.attach(MessageConsumer(session, spec, parsed))

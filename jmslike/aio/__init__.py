@@ -4,8 +4,8 @@ no thread on the data path. See docs/aio.md for what it covers today.
 """
 
 from jmslike.aio.connection import Connection, ConnectionFactory
-from jmslike.aio.consumer import MessageConsumer
+from jmslike.aio.consumer import MessageConsumer, QueueBrowser
 from jmslike.aio.producer import MessageProducer
 from jmslike.aio.session import Session
 
-__all__ = ["Connection", "ConnectionFactory", "MessageConsumer", "MessageProducer", "Session"]
+__all__ = ["Connection", "ConnectionFactory", "MessageConsumer", "MessageProducer", "QueueBrowser", "Session"]

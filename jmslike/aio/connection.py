@@ -23,9 +23,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
 from jmslike.config import ConnectionConfig, parse_url
-from jmslike.connection import check_client_id, check_client_id_settable
+from jmslike.connection import Connection as ThreadedConnection
+from jmslike.connection import check_client_id, check_client_id_settable, private_connection
 from jmslike.contract import Adapter, SilentConnectRefusal
-from jmslike.exceptions import ConnectionLostException, IllegalStateException, JMSException
+from jmslike.delivery_delay import DelayCheck
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    JMSException,
+    NotYetInAioException,
+)
 from jmslike.failover import open_first_async
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
@@ -54,9 +61,10 @@ class ConnectionFactory:
         self._config = parse_url(url, known_schemes=adapter_names())
         load_adapter(self._config.scheme)  # fail now, not at createConnection, if the adapter is broken
         if self._config.reconnect:
-            raise JMSException(
-                "jmslike.aio does not reconnect yet: remove reconnect=true from the URL (and reconnect in the "
-                "application), or use the threaded API, which does"
+            raise NotYetInAioException(
+                "reconnecting (reconnect=true)",
+                "remove reconnect=true from the URL (and reconnect in the application), or use the threaded API, "
+                "which does",
             )
         if clientID is not None:
             check_client_id(clientID)
@@ -105,6 +113,7 @@ class Connection:
         self._wire: AsyncStompWire | None = None
         self._closing: asyncio.Future[None] | None = None
         self.temporaries = TemporaryDestinations()
+        self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
 
     @classmethod
     async def open(
@@ -214,6 +223,24 @@ class Connection:
 
     def subscriber_for(self, sub_id: str) -> MessageConsumer | None:
         return self._consumers.get(sub_id)
+
+    def consumers(self) -> list[MessageConsumer]:
+        """Every consumer this connection delivers to (closed ones too, until they detach)."""
+        return list(self._consumers.values())
+
+    def sessions(self) -> list[Session]:
+        return list(self._sessions)
+
+    def open_private(self) -> ThreadedConnection:
+        """A threaded connection to the same broker with the same credentials, without client ID, for
+        jmslike's own checks (the delivery-delay check, run in a worker thread); never this one's state."""
+        return private_connection(self._config, self.serializers)
+
+    @property
+    def generation(self) -> int:
+        """Always 0: this connection never reconnects, so what a subscription registry remembers of its
+        client ID never goes stale by a reconnect (:class:`jmslike.catalogue.RegistryOwner`)."""
+        return 0
 
     def remove_session(self, session: Session) -> None:
         if session in self._sessions:

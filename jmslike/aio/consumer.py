@@ -7,16 +7,20 @@ redelivery), as in the threaded API (:mod:`jmslike.aio.session`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from jmslike.consumer import ConsumerBase, as_listener
+from jmslike.consumer import ConsumerBase, as_listener, browse_spec, browsed_message
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
-from jmslike.exceptions import IllegalStateException
+from jmslike.destinations import Queue
+from jmslike.exceptions import IllegalStateException, JMSException
 from jmslike.messages import Message
 from jmslike.selector import Selector
+from jmslike.subscriptions import DurableDefinition
 
 if TYPE_CHECKING:
     from jmslike.aio.session import Session
@@ -30,10 +34,18 @@ MessageListener = Callable[[Message], "Awaitable[None] | None"]
 class MessageConsumer(ConsumerBase):
     """``javax.jms.MessageConsumer`` on the event loop: ``await session.createConsumer(destination)``."""
 
-    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        spec: SubscriptionSpec,
+        selector: Selector | None,
+        definition: DurableDefinition | None = None,
+    ) -> None:
         super().__init__(spec, selector, session.connection.adapter)
         self._session = session
         self._listener: MessageListener | None = None
+        #: A durable subscriber's record (jmslike.subscriptions), kept up to date when it closes.
+        self.definition = definition
 
     # -- JMS API --------------------------------------------------------------------------------------------
 
@@ -70,6 +82,8 @@ class MessageConsumer(ConsumerBase):
         if self.closed:
             return
         await self._session.consumer_closed(self, self.inbox.close())
+        if self.definition is not None:
+            await self._session.record_detached(self.definition)
 
     def __aiter__(self) -> AsyncIterator[Message]:
         return self._messages()
@@ -107,3 +121,102 @@ class MessageConsumer(ConsumerBase):
     def stop_taking(self) -> list[Pending]:
         """Closed with its session: take no more, and give back what was buffered."""
         return self.inbox.close() if not self.closed else []
+
+
+class QueueBrowser:
+    """``javax.jms.QueueBrowser`` on the event loop: ``async for message in session.createBrowser(queue)``.
+
+    Each enumeration browses afresh and streams, as the threaded browser does: a message is handed over as it
+    arrives, and ``timeout_ms`` bounds the wait for each next one (JMSException when the broker goes quiet
+    without ending the browse). The browse subscription ends when the enumeration is exhausted or closed
+    (``aclose()``, or leaving ``contextlib.aclosing``)."""
+
+    def __init__(self, session: Session, queue: Queue, selector: Selector | None) -> None:
+        self._session = session
+        self._queue = queue
+        self._selector = selector
+        self._closed = False
+
+    def getQueue(self) -> Queue:
+        return self._queue
+
+    def getMessageSelector(self) -> str | None:
+        return self._selector.text if self._selector is not None else None
+
+    async def getEnumeration(self, timeout_ms: int = 30_000) -> AsyncGenerator[Message, None]:
+        """Subscribe (a refusal is raised here, as JMS has it), then the queue's messages in order."""
+        if self._closed:
+            raise IllegalStateException("the browser is closed")
+        self._session.check_open()
+        connection = self._session.connection
+        spec = browse_spec(connection.next_sub_id(), self._queue, self._selector, connection.config.prefetch)
+        sink = _BrowseSink(spec)
+        connection.register_consumer(sink)  # type: ignore[arg-type]
+        try:
+            await connection.in_worker(connection.adapter.subscribe, connection.blocking_wire(), spec)
+        except BaseException:
+            connection.unregister_consumer(sink)  # type: ignore[arg-type]
+            raise
+        return self._stream(sink, timeout_ms)
+
+    async def __aiter__(self) -> AsyncIterator[Message]:
+        enumeration = await self.getEnumeration()
+        async with contextlib.aclosing(enumeration):
+            async for message in enumeration:
+                yield message
+
+    async def _stream(self, sink: _BrowseSink, timeout_ms: int) -> AsyncGenerator[Message, None]:
+        connection = self._session.connection
+        try:
+            while (item := await sink.next(timeout_ms / 1000)) is not None:
+                message = browsed_message(item, connection.adapter, connection.serializers)
+                if message is not None:
+                    yield message
+        finally:
+            connection.unregister_consumer(sink)  # type: ignore[arg-type]
+            if not connection.wire_closed and connection.failure is None:
+                with contextlib.suppress(JMSException):  # a lost connection ends the browse anyway
+                    await connection.in_worker(
+                        connection.adapter.detach, connection.blocking_wire(), sink.spec, list
+                    )
+
+    async def close(self) -> None:
+        self._closed = True
+
+    def __repr__(self) -> str:
+        return f"<aio.QueueBrowser {self._queue}>"
+
+
+class _BrowseSink:
+    """A browse subscription's messages, from the wire's reader to the browsing coroutine, in order, until the
+    broker says the browse ended. Registered with the connection like a consumer, but always ``closed``:
+    nothing re-subscribes a browse."""
+
+    closed = True
+
+    def __init__(self, spec: SubscriptionSpec) -> None:
+        self.spec = spec
+        self._items: deque[IncomingMessage] = deque()
+        self._ended = False
+        self._changed = asyncio.Event()
+
+    def enqueue(self, incoming: IncomingMessage) -> None:  # on the loop, from the wire's reader
+        if incoming.browser_end:
+            self._ended = True
+        else:
+            self._items.append(incoming)
+        self._changed.set()
+
+    async def next(self, timeout_s: float) -> IncomingMessage | None:
+        """The next message, or None once the broker ended the browse; JMSException after ``timeout_s`` of
+        silence."""
+        while not self._items and not self._ended:
+            self._changed.clear()
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await self._changed.wait()
+            except TimeoutError:
+                raise JMSException(
+                    f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not end it"
+                ) from None
+        return self._items.popleft() if self._items else None

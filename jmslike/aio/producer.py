@@ -44,12 +44,11 @@ class MessageProducer(ProducerSettings):
             raise InvalidDestinationException(f"cannot send to {destination!r}")
         connection = self._session.connection
         connection.temporaries.check_use(destination, connection.adapter)
-        if self._delivery_delay:
-            raise JMSException(
-                "jmslike.aio does not send with a delivery delay yet: setDeliveryDelay(0), or use the threaded API"
-            )
+        delay = self._delivery_delay
+        if delay and not connection.delay_check.verified:  # once per connection: a private round trip
+            await connection.in_worker(connection.delay_check.ensure, connection)
         outgoing = self._outgoing(
-            message, destination, mode, priority, ttl, 0, connection.adapter, connection.connection_id
+            message, destination, mode, priority, ttl, delay, connection.adapter, connection.connection_id
         )
         await self._session.send(self, outgoing)
 

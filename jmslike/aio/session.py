@@ -28,20 +28,22 @@ import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from jmslike.adapters.async_wire import AsyncPending
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import build_message, client_accepts, parse_selector
-from jmslike.contract import IncomingMessage, OutgoingMessage, SubscriptionSpec
+from jmslike.contract import IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, cumulative
-from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic, Topic
+from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
     InvalidDestinationException,
     JMSException,
     JMSTimeoutException,
+    NotYetInAioException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
     as_jms_exception,
@@ -51,11 +53,24 @@ from jmslike.messages import Message
 from jmslike.send_window import SendPlaces
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
+from jmslike.subscription_plans import (
+    check_durable_topic,
+    check_subscription_name,
+    of_durable_subscription,
+    open_durable_names,
+    open_shared_durable_names,
+    plan_durable,
+    plan_shared,
+    refuse_durable_in_use,
+    require_client_id,
+    unsubscribe_refusal,
+)
+from jmslike.subscriptions import DurableDefinition
 from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
     from jmslike.aio.connection import Connection
-    from jmslike.aio.consumer import MessageConsumer
+    from jmslike.aio.consumer import MessageConsumer, QueueBrowser
     from jmslike.aio.producer import MessageProducer
 
 log = logging.getLogger(__name__)
@@ -151,8 +166,7 @@ class Session(SessionModes, MessageFactoryMethods):
         self.check_open()
         self._check_destination(destination)
         self._connection.temporaries.check_consumable(destination)
-        adapter = self._connection.adapter
-        parsed = parse_selector(adapter, messageSelector, destination)
+        parsed = parse_selector(self._connection.adapter, messageSelector, destination)
         spec = SubscriptionSpec(
             sub_id=self._connection.next_sub_id(),
             destination=destination,
@@ -161,12 +175,228 @@ class Session(SessionModes, MessageFactoryMethods):
             client_id=self._connection.getClientID(),
             prefetch=self._connection.config.prefetch,
         )
+        return await self._attach(MessageConsumer(self, spec, parsed))
+
+    async def createDurableSubscriber(
+        self,
+        topic: Topic,
+        name: str,
+        messageSelector: str | None = None,
+        noLocal: bool = False,
+        *,
+        expiry_ms: int = 0,
+    ) -> MessageConsumer:
+        """A consumer of the durable subscription ``name`` of this client ID on ``topic``, created on the broker
+        if it does not exist (changed topic or selector: replaced, as JMS says). ``expiry_ms``: removed after
+        that long without a consumer (docs/subscriptions.md). Persistence-filtered and on-request-only
+        subscriptions are the threaded API's for now."""
+        self.check_open()
+        client_id, name = self._check_durable(topic, name)
+        return await self._durable(
+            topic, client_id, name, messageSelector, noLocal, expiry_ms, resuming=False
+        )
+
+    async def createDurableConsumer(
+        self, topic: Topic, name: str, messageSelector: str | None = None, noLocal: bool = False
+    ) -> MessageConsumer:
+        """JMS 2.0's name for ``createDurableSubscriber`` (an unshared durable subscription)."""
+        return await self.createDurableSubscriber(topic, name, messageSelector, noLocal)
+
+    async def resumeDurableSubscriber(self, name: str) -> MessageConsumer:
+        """Attach to this client ID's existing durable subscription ``name`` without restating its topic or
+        selector; an unknown name is ``InvalidDestinationException``."""
+        from jmslike import durable_subscriptions
+        from jmslike.catalogue import registry_for
+
+        self.check_open()
+        client_id, name = self._check_durable(None, name)
+        connection = self._connection
+        definition = await connection.in_worker(
+            lambda: durable_subscriptions.recorded(registry_for(connection), client_id, name)
+        )
+        if definition.inactive_selector is not None or definition.on_request_only:
+            raise NotYetInAioException(
+                "persistence-filtered and on-request-only durable subscriptions",
+                f"durable subscription {name!r} is one; resume it with the threaded API",
+            )
+        return await self._durable(
+            Topic(definition.topic),
+            client_id,
+            name,
+            definition.selector,
+            definition.no_local,
+            definition.expiry_ms,
+            resuming=True,
+        )
+
+    async def _durable(
+        self,
+        topic: Topic,
+        client_id: str,
+        name: str,
+        selector: str | None,
+        no_local: bool,
+        expiry_ms: int,
+        *,
+        resuming: bool,
+    ) -> MessageConsumer:
+        """Plan as the threaded API does (:mod:`jmslike.subscription_plans`); expiry and the subscription
+        record are blocking round trips, run in a worker thread."""
+        from jmslike import durable_subscriptions
+        from jmslike.aio.consumer import MessageConsumer
+        from jmslike.catalogue import optional_registry, registry_for
+
+        connection = self._connection
+        plan = plan_durable(
+            connection.adapter,
+            connection.config,
+            sub_id=connection.next_sub_id(),
+            client_id=client_id,
+            topic=topic,
+            name=name,
+            selector=selector,
+            no_local=no_local,
+            expiry_ms=expiry_ms,
+        )
+        wire = connection.blocking_wire()
+
+        def registry_ready() -> SubscriptionRegistry | None:
+            registry = optional_registry(connection)
+            if registry is not None:
+                durable_subscriptions.expire_if_due(
+                    connection.adapter, wire, registry, client_id, name, resuming
+                )
+            elif plan.definition.expiry_ms:
+                registry_for(connection)  # raises UnsupportedFeatureException saying why
+            return registry
+
+        registry = await connection.in_worker(registry_ready)
+        consumer = MessageConsumer(self, plan.spec, plan.selector, plan.definition)
+        await self._attach(consumer)
+        if registry is not None:
+            try:
+                await connection.in_worker(registry.attached, plan.definition)
+            except BaseException:
+                await consumer.close()
+                raise
+        return consumer
+
+    def _check_durable(self, topic: Topic | None, name: str) -> tuple[str, str]:
+        """The threaded API's checks (subscription_plans): the client ID and the checked name."""
+        adapter = self._connection.adapter
+        if not adapter.capabilities.durable_subscriptions:
+            raise UnsupportedFeatureException(adapter.display_name, "durable subscriptions")
+        if topic is not None:
+            check_durable_topic(topic)
+        client_id = require_client_id(self._connection.getClientID(), "create a durable subscription")
+        name = check_subscription_name(name)
+        refuse_durable_in_use(
+            name,
+            client_id,
+            active=name in open_durable_names(self._connection.consumers()),
+            still_attached=any(session.still_attached(name) for session in self._connection.sessions()),
+        )
+        return client_id, name
+
+    async def createSharedConsumer(
+        self, topic: Topic, sharedSubscriptionName: str, messageSelector: str | None = None
+    ) -> MessageConsumer:
+        """JMS 2.0 shared non-durable subscription (name, client ID or none): its consumers, in any
+        connections, share the messages; it exists while it has a consumer."""
+        return await self._shared(topic, sharedSubscriptionName, messageSelector, durable=False)
+
+    async def createSharedDurableConsumer(
+        self, topic: Topic, name: str, messageSelector: str | None = None
+    ) -> MessageConsumer:
+        """JMS 2.0 shared durable subscription (name, client ID or none): kept until ``unsubscribe(name)``,
+        its consumers share the messages."""
+        return await self._shared(topic, name, messageSelector, durable=True)
+
+    async def _shared(
+        self, topic: Topic, name: str, messageSelector: str | None, *, durable: bool
+    ) -> MessageConsumer:
+        from jmslike.aio.consumer import MessageConsumer
+
+        self.check_open()
+        connection = self._connection
+        spec, parsed = plan_shared(
+            connection.adapter,
+            connection.config,
+            sub_id=connection.next_sub_id(),
+            client_id=connection.getClientID(),
+            topic=topic,
+            name=check_subscription_name(name),
+            selector=messageSelector,
+            durable=durable,
+        )
+        return await self._attach(MessageConsumer(self, spec, parsed))
+
+    async def unsubscribe(self, name: str) -> None:
+        """Delete the durable subscription ``name`` of this client ID, with its backlog, for good; a shared
+        durable one (JMS 2.0) is found by name and client ID, which may then be unset."""
+        from jmslike import durable_subscriptions
+
+        self.check_open()
+        name = check_subscription_name(name)
+        connection = self._connection
+        consumers = connection.consumers()
+        holds_unacked = any(session.holds_unacked(name) for session in connection.sessions())
+        await connection.in_worker(
+            partial(
+                durable_subscriptions.unsubscribe,
+                connection,
+                connection.blocking_wire(),
+                connection.getClientID(),
+                name,
+                unshared_refusal=unsubscribe_refusal(
+                    name,
+                    "durable subscription",
+                    active=name in open_durable_names(consumers),
+                    holds_unacked=holds_unacked,
+                ),
+                shared_refusal=unsubscribe_refusal(
+                    name,
+                    "shared durable subscription",
+                    active=name in open_shared_durable_names(consumers),
+                    holds_unacked=holds_unacked,
+                ),
+            )
+        )
+
+    def still_attached(self, durable_name: str) -> bool:
+        """A closed consumer of durable subscription ``durable_name`` waits for its messages to be settled."""
+        return any(c.spec.durable_name == durable_name for c in self._closing)
+
+    def holds_unacked(self, durable_name: str) -> bool:
+        """Whether a delivered message of durable subscription ``durable_name`` (unshared or shared) is
+        unacknowledged or in the open transaction."""
+        return any(of_durable_subscription(c.spec, durable_name) for c, _ in self._unacked)
+
+    async def record_detached(self, definition: DurableDefinition) -> None:
+        """A durable consumer closed: the registry records when (for expiry and administration)."""
+        from jmslike.catalogue import optional_registry
+
+        connection = self._connection
+        if connection.wire_closed or connection.failure is not None:
+            return
+        registry = await connection.in_worker(optional_registry, connection)
+        if registry is None:
+            return
+        try:
+            await connection.in_worker(registry.detached, definition)
+        except JMSException as exc:
+            log.warning("could not record that durable subscription %r was closed: %s", definition.name, exc)
+
+    async def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
+        """Register ``consumer`` and subscribe it on the broker; the subscription exists when this returns. If
+        the caller is cancelled the subscribe goes on in its worker thread, and what it made is ended."""
+        connection = self._connection
+        adapter = connection.adapter
         if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE and adapter.cumulative_client_ack:
-            spec = dataclasses.replace(spec, cumulative_ack=True)
-        consumer = MessageConsumer(self, spec, parsed)
-        self._connection.register_consumer(consumer)
+            consumer.spec = dataclasses.replace(consumer.spec, cumulative_ack=True)
+        connection.register_consumer(consumer)
         subscribing = asyncio.ensure_future(
-            self._connection.in_worker(adapter.subscribe, self._connection.blocking_wire(), spec)
+            connection.in_worker(adapter.subscribe, connection.blocking_wire(), consumer.spec)
         )
         try:
             await asyncio.shield(subscribing)
@@ -177,7 +407,7 @@ class Session(SessionModes, MessageFactoryMethods):
             cleanup.add_done_callback(self._background.discard)
             raise
         except BaseException:
-            self._connection.unregister_consumer(consumer)
+            connection.unregister_consumer(consumer)
             raise
         self._consumers.append(consumer)
         return consumer
@@ -189,6 +419,19 @@ class Session(SessionModes, MessageFactoryMethods):
             self._connection.unregister_consumer(consumer)
             return
         await self._detach(consumer, consumer.stop_taking())
+
+    def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
+        """A QueueBrowser on ``queue``: ``async for message in browser`` looks at its messages without consuming
+        them (where the broker can browse); nothing is asked of the broker until it is enumerated."""
+        from jmslike.aio.consumer import QueueBrowser
+
+        self.check_open()
+        adapter = self._connection.adapter
+        if not adapter.capabilities.browsing:
+            raise UnsupportedFeatureException(adapter.display_name, "queue browsing")
+        if not isinstance(queue, Queue):
+            raise InvalidDestinationException(f"only a Queue can be browsed, got {queue!r}")
+        return QueueBrowser(self, queue, parse_selector(adapter, messageSelector, queue))
 
     async def createTemporaryQueue(self) -> TemporaryQueue:
         """A queue that lives as long as this connection; only this connection may consume from it."""

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from expectations import expected
 
 from jmslike import DeliveryMode
 from jmslike.aio import Connection, ConnectionFactory, Session
@@ -21,6 +23,7 @@ from jmslike.exceptions import (
     InvalidClientIDException,
     InvalidDestinationException,
     JMSException,
+    NotYetInAioException,
     TransactionRolledBackException,
 )
 from jmslike.messages import Message, TextMessage
@@ -361,7 +364,7 @@ def test_a_lost_connection_reaches_the_listener_and_every_waiting_receive(broker
 
 
 def test_a_url_asking_to_reconnect_is_refused_not_ignored(url: str) -> None:
-    with pytest.raises(JMSException, match="does not reconnect yet"):
+    with pytest.raises(NotYetInAioException, match="does not support reconnecting"):
         ConnectionFactory(url + ("&" if "?" in url else "?") + "reconnect=true")
 
 
@@ -499,3 +502,59 @@ def test_request_reply_over_a_temporary_queue(broker: Any, url: str) -> None:
             assert reply.getJMSCorrelationID() == request.getJMSMessageID()
 
     run(body)
+
+
+def test_a_delayed_message_arrives_after_its_delivery_time_and_not_before(broker: Any, url: str) -> None:
+    """The threaded API's delay check (jmslike/delivery_delay.py) runs in a worker thread, once per connection."""
+    delay_ms = 1500
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(name("q"))
+            consumer = await session.createConsumer(queue)
+            producer = session.createProducer(queue)
+            producer.setDeliveryDelay(delay_ms)
+            later = session.createTextMessage("later")
+            await producer.send(later)
+            assert later.getJMSDeliveryTime() == later.getJMSTimestamp() + delay_ms
+            producer.setDeliveryDelay(0)
+            await producer.send(session.createTextMessage("now"))
+            assert text(await consumer.receive(RECEIVE_MS)) == "now", (
+                "the undelayed one overtakes the delayed one"
+            )
+            delayed = await consumer.receive(RECEIVE_MS)
+            arrived_ms = int(time.time() * 1000)
+            assert text(delayed) == "later"
+            assert delayed is not None and delayed.getJMSDeliveryTime() == later.getJMSDeliveryTime()
+            assert arrived_ms >= later.getJMSDeliveryTime() - 50, (
+                "not before its time (50 ms of clock rounding)"
+            )
+
+    with expected("delivery-delay", broker.kind):
+        run(body)
+
+
+def test_a_browser_streams_the_queue_without_consuming_it(broker: Any, url: str) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(name("q"))
+            producer = session.createProducer(queue)
+            for i in range(5):
+                message = session.createTextMessage(f"m{i}")
+                message.setIntProperty("n", i)
+                await producer.send(message)
+            browser = session.createBrowser(queue)
+            assert [text(m) async for m in browser] == [f"m{i}" for i in range(5)]
+            selected = session.createBrowser(queue, "n >= 3")
+            assert [text(m) async for m in selected] == ["m3", "m4"]
+            enumeration = await browser.getEnumeration(RECEIVE_MS)  # a second browse starts afresh
+            assert text(await anext(enumeration)) == "m0"
+            await enumeration.aclose()  # ends the browse subscription early
+            consumer = await session.createConsumer(queue)
+            got = [text(await consumer.receive(RECEIVE_MS)) for _ in range(5)]
+            assert got == [f"m{i}" for i in range(5)], "browsing consumed nothing"
+
+    with expected("browsing", broker.kind):
+        run(body)

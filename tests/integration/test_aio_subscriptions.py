@@ -1,0 +1,210 @@
+"""Durable and shared subscriptions through jmslike.aio on the real brokers: the threaded API's rules (one
+plan, jmslike/subscription_plans.py), awaited, and one set of records for both APIs."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from expectations import expected
+
+from jmslike import ConnectionFactory as ThreadedFactory
+from jmslike.aio import Connection, ConnectionFactory, MessageConsumer, Session
+from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
+from jmslike.messages import TextMessage
+
+DEADLINE_S = 60.0
+RECEIVE_MS = 10_000
+QUIET_MS = 500
+
+
+def run(body: Callable[[], Awaitable[None]]) -> None:
+    async def bounded() -> None:
+        async with asyncio.timeout(DEADLINE_S):
+            await body()
+
+    asyncio.run(bounded())
+
+
+def unique(kind: str) -> str:
+    return f"aio-{kind}-{uuid.uuid4().hex[:8]}"
+
+
+async def open_connection(broker: Any, url: str, client_id: str | None = None) -> Connection:
+    connection = await ConnectionFactory(url, clientID=client_id).createConnection(
+        broker.user, broker.password
+    )
+    await connection.start()
+    return connection
+
+
+async def publish(connection: Connection, topic: str, texts: list[str]) -> None:
+    session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createTopic(topic))
+    for body in texts:
+        await producer.send(session.createTextMessage(body))
+    await session.close()
+
+
+async def texts_of(consumer: MessageConsumer, first_ms: int = RECEIVE_MS) -> list[str]:
+    """What the consumer gets until it stays quiet (the first message may take ``first_ms``)."""
+    got: list[str] = []
+    while (message := await consumer.receive(QUIET_MS if got else first_ms)) is not None:
+        assert isinstance(message, TextMessage)
+        got.append(message.getText() or "")
+    return got
+
+
+def test_a_durable_subscription_keeps_what_is_published_while_away_until_unsubscribed(
+    broker: Any, url: str
+) -> None:
+    topic_name, client_id = unique("t"), unique("c")
+
+    async def body() -> None:
+        async with await open_connection(broker, url, client_id) as owner:
+            session = await owner.createSession(Session.AUTO_ACKNOWLEDGE)
+            topic = session.createTopic(topic_name)
+            subscriber = await session.createDurableSubscriber(topic, "kept")
+            async with await open_connection(broker, url) as publisher:
+                await publish(publisher, topic_name, ["live"])
+                assert await texts_of(subscriber) == ["live"]
+                await subscriber.close()
+                await publish(publisher, topic_name, ["away-1", "away-2"])
+                resumed = await session.createDurableSubscriber(topic, "kept")
+                assert await texts_of(resumed) == ["away-1", "away-2"], (
+                    "kept while no subscriber was attached"
+                )
+                await resumed.close()
+                await publish(publisher, topic_name, ["dropped with the subscription"])
+                await session.unsubscribe("kept")
+                again = await session.createDurableSubscriber(topic, "kept")
+                assert await texts_of(again, QUIET_MS) == [], "unsubscribe deleted the subscription's backlog"
+                await again.close()
+                await session.unsubscribe("kept")
+
+    run(body)
+
+
+def test_the_durable_subscription_rules_refuse_as_in_the_threaded_api(broker: Any, url: str) -> None:
+    topic_name, client_id = unique("t"), unique("c")
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as anonymous:
+            session = await anonymous.createSession(Session.AUTO_ACKNOWLEDGE)
+            with pytest.raises(IllegalStateException, match="without a client ID"):
+                await session.createDurableSubscriber(session.createTopic(topic_name), "s")
+        async with await open_connection(broker, url, client_id) as owner:
+            session = await owner.createSession(Session.AUTO_ACKNOWLEDGE)
+            topic = session.createTopic(topic_name)
+            with pytest.raises(InvalidDestinationException, match="needs a \\(non-temporary\\) Topic"):
+                await session.createDurableSubscriber(session.createQueue(topic_name), "s")  # type: ignore[arg-type]
+            with pytest.raises(JMSException, match="non-empty string"):
+                await session.createDurableSubscriber(topic, " ")
+            subscriber = await session.createDurableSubscriber(topic, "s")
+            with pytest.raises(JMSException, match="already has an active consumer"):
+                await session.createDurableSubscriber(topic, "s")
+            with pytest.raises(IllegalStateException, match="has an open consumer"):
+                await session.unsubscribe("s")
+            await subscriber.close()
+            await session.unsubscribe("s")
+            with pytest.raises(InvalidDestinationException):
+                await session.resumeDurableSubscriber("s")
+
+    run(body)
+
+
+def test_a_closed_subscriber_with_unacknowledged_messages_keeps_its_subscription_until_they_are_settled(
+    broker: Any, url: str
+) -> None:
+    topic_name, client_id = unique("t"), unique("c")
+
+    async def body() -> None:
+        async with await open_connection(broker, url, client_id) as owner:
+            session = await owner.createSession(Session.CLIENT_ACKNOWLEDGE)
+            topic = session.createTopic(topic_name)
+            subscriber = await session.createDurableSubscriber(topic, "held")
+            async with await open_connection(broker, url) as publisher:
+                await publish(publisher, topic_name, ["one"])
+            message = await subscriber.receive(RECEIVE_MS)
+            assert message is not None
+            await subscriber.close()
+            with pytest.raises(IllegalStateException, match="still has unacknowledged messages"):
+                await session.createDurableSubscriber(topic, "held")
+            with pytest.raises(IllegalStateException, match="unacknowledged or in an open transaction"):
+                await session.unsubscribe("held")
+            await message.acknowledge()
+            resumed = await session.createDurableSubscriber(topic, "held")
+            assert await texts_of(resumed, QUIET_MS) == [], "the acknowledged message does not come back"
+            await resumed.close()
+            await session.unsubscribe("held")
+
+    run(body)
+
+
+def test_one_record_for_both_apis_a_threaded_subscription_is_resumed_by_name_in_asyncio(
+    broker: Any, url: str
+) -> None:
+    topic_name, client_id = unique("t"), unique("c")
+    threaded = ThreadedFactory(url).createConnection(broker.user, broker.password)
+    try:
+        threaded.setClientID(client_id)
+        session = threaded.createSession()
+        session.createDurableSubscriber(
+            session.createTopic(topic_name), "shared-record", "colour = 'red'"
+        ).close()
+    finally:
+        threaded.close()
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as publisher:
+            session = await publisher.createSession(Session.AUTO_ACKNOWLEDGE)
+            producer = session.createProducer(session.createTopic(topic_name))
+            for colour in ("red", "blue", "red"):
+                message = session.createTextMessage(colour)
+                message.setStringProperty("colour", colour)
+                await producer.send(message)
+        async with await open_connection(broker, url, client_id) as owner:
+            session = await owner.createSession(Session.AUTO_ACKNOWLEDGE)
+            resumed = await session.resumeDurableSubscriber("shared-record")
+            assert resumed.getMessageSelector() == "colour = 'red'", "the recorded selector, not restated"
+            assert await texts_of(resumed) == ["red", "red"]
+            await resumed.close()
+            await session.unsubscribe("shared-record")
+            with pytest.raises(InvalidDestinationException):
+                await session.resumeDurableSubscriber("shared-record")
+
+    run(body)
+
+
+@pytest.mark.parametrize("durable", [False, True], ids=["non-durable", "durable"])
+def test_shared_consumers_in_two_connections_share_the_messages(broker: Any, url: str, durable: bool) -> None:
+    topic_name = unique("t")
+
+    async def body() -> None:
+        connections = [await open_connection(broker, url) for _ in range(3)]
+        try:
+            consumers = []
+            for connection in connections[:2]:
+                session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+                topic = session.createTopic(topic_name)
+                create = session.createSharedDurableConsumer if durable else session.createSharedConsumer
+                consumers.append(await create(topic, "together"))
+            sent = [f"m{i}" for i in range(20)]
+            await publish(connections[2], topic_name, sent)
+            first, second = await texts_of(consumers[0]), await texts_of(consumers[1], QUIET_MS)
+            assert sorted(first + second) == sorted(sent), "every message once across the consumers"
+            assert first and second, f"both consumers should get a share: {first} / {second}"
+            for consumer in consumers:
+                await consumer.close()
+            if durable:
+                session = await connections[2].createSession(Session.AUTO_ACKNOWLEDGE)
+                await session.unsubscribe("together")  # no client ID: found by name alone
+        finally:
+            for connection in connections:
+                await connection.close()
+
+    with expected("shared-subscriptions", broker.kind):
+        run(body)
