@@ -321,11 +321,10 @@ class TopicSubscriber(MessageConsumer):
         return self.spec.durable_name
 
 
-class QueueBrowser:
-    """``javax.jms.QueueBrowser``: look at a queue's messages without consuming them."""
+class BrowserBase:
+    """What a QueueBrowser is in every API: its queue and selector (the browse itself is the API's)."""
 
-    def __init__(self, session: Session, queue: Queue, selector: Selector | None) -> None:
-        self._session = session
+    def __init__(self, queue: Queue, selector: Selector | None) -> None:
         self._queue = queue
         self._selector = selector
         self._closed = False
@@ -335,6 +334,14 @@ class QueueBrowser:
 
     def getMessageSelector(self) -> str | None:
         return self._selector.text if self._selector is not None else None
+
+
+class QueueBrowser(BrowserBase):
+    """``javax.jms.QueueBrowser``: look at a queue's messages without consuming them."""
+
+    def __init__(self, session: Session, queue: Queue, selector: Selector | None) -> None:
+        super().__init__(queue, selector)
+        self._session = session
 
     def getEnumeration(self, timeout_ms: int = 30_000) -> Iterator[Message]:
         """The queue's messages in order, as the broker sends them; each call browses afresh.

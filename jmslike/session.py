@@ -52,11 +52,9 @@ from jmslike.send_window import SendWindow
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
-    check_durable_topic,
+    check_durable,
     check_subscription_name,
     of_durable_subscription,
-    refuse_durable_in_use,
-    require_client_id,
     unsubscribe_refusal,
 )
 from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
@@ -267,16 +265,14 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         return durable_subscriptions.resume(self, name)
 
     def _check_durable(self, topic: Topic | None, name: str) -> None:
-        self._require("durable_subscriptions", "durable subscriptions")
-        if topic is not None:
-            check_durable_topic(topic)
-        client_id = require_client_id(self._connection.getClientID(), "create a durable subscription")
-        name = check_subscription_name(name)
-        refuse_durable_in_use(
+        connection = self._connection
+        check_durable(
+            connection.adapter,
+            topic,
+            connection.getClientID(),
             name,
-            client_id,
-            active=name in self._connection.active_durable_names(),
-            still_attached=any(session.still_attached(name) for session in self._connection.sessions()),
+            open_names=connection.active_durable_names(),
+            still_attached=lambda checked: any(s.still_attached(checked) for s in connection.sessions()),
         )
 
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:

@@ -10,7 +10,7 @@ callers attach the spec, and talk to the subscription registry, in their own way
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,30 @@ def require_client_id(client_id: str | None, action: str) -> str:
             "createConnection (a durable subscription is identified by client ID and name)"
         )
     return client_id
+
+
+def check_durable(
+    adapter: Adapter,
+    topic: object | None,
+    client_id: str | None,
+    name: object,
+    *,
+    open_names: set[str],
+    still_attached: Callable[[str], bool],
+) -> tuple[str, str]:
+    """Every check of creating (``topic`` given) or resuming an unshared durable subscription: the client ID
+    and the checked name. ``open_names``: the connection's open durable subscribers; ``still_attached(name)``:
+    whether a closed subscriber of ``name`` waits for its messages to be settled."""
+    if not adapter.capabilities.durable_subscriptions:
+        raise UnsupportedFeatureException(adapter.display_name, "durable subscriptions")
+    if topic is not None:
+        check_durable_topic(topic)
+    client_id = require_client_id(client_id, "create a durable subscription")
+    checked = check_subscription_name(name)
+    refuse_durable_in_use(
+        checked, client_id, active=checked in open_names, still_attached=still_attached(checked)
+    )
+    return client_id, checked
 
 
 def open_durable_names(consumers: Iterable[ConsumerBase]) -> set[str]:

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from jmslike.consumer import ConsumerBase, as_listener, browse_spec, browsed_message
+from jmslike.consumer import BrowserBase, ConsumerBase, as_listener, browse_spec, browsed_message
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
 from jmslike.destinations import Queue
@@ -123,7 +123,7 @@ class MessageConsumer(ConsumerBase):
         return self.inbox.close() if not self.closed else []
 
 
-class QueueBrowser:
+class QueueBrowser(BrowserBase):
     """``javax.jms.QueueBrowser`` on the event loop: ``async for message in session.createBrowser(queue)``.
 
     Each enumeration browses afresh and streams, as the threaded browser does: a message is handed over as it
@@ -132,16 +132,8 @@ class QueueBrowser:
     (``aclose()``, or leaving ``contextlib.aclosing``)."""
 
     def __init__(self, session: Session, queue: Queue, selector: Selector | None) -> None:
+        super().__init__(queue, selector)
         self._session = session
-        self._queue = queue
-        self._selector = selector
-        self._closed = False
-
-    def getQueue(self) -> Queue:
-        return self._queue
-
-    def getMessageSelector(self) -> str | None:
-        return self._selector.text if self._selector is not None else None
 
     async def getEnumeration(self, timeout_ms: int = 30_000) -> AsyncGenerator[Message, None]:
         """Subscribe (a refusal is raised here, as JMS has it), then the queue's messages in order."""

@@ -54,15 +54,13 @@ from jmslike.send_window import SendPlaces
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
-    check_durable_topic,
+    check_durable,
     check_subscription_name,
     of_durable_subscription,
     open_durable_names,
     open_shared_durable_names,
     plan_durable,
     plan_shared,
-    refuse_durable_in_use,
-    require_client_id,
     unsubscribe_refusal,
 )
 from jmslike.subscriptions import DurableDefinition
@@ -283,20 +281,15 @@ class Session(SessionModes, MessageFactoryMethods):
 
     def _check_durable(self, topic: Topic | None, name: str) -> tuple[str, str]:
         """The threaded API's checks (subscription_plans): the client ID and the checked name."""
-        adapter = self._connection.adapter
-        if not adapter.capabilities.durable_subscriptions:
-            raise UnsupportedFeatureException(adapter.display_name, "durable subscriptions")
-        if topic is not None:
-            check_durable_topic(topic)
-        client_id = require_client_id(self._connection.getClientID(), "create a durable subscription")
-        name = check_subscription_name(name)
-        refuse_durable_in_use(
+        connection = self._connection
+        return check_durable(
+            connection.adapter,
+            topic,
+            connection.getClientID(),
             name,
-            client_id,
-            active=name in open_durable_names(self._connection.consumers()),
-            still_attached=any(session.still_attached(name) for session in self._connection.sessions()),
+            open_names=open_durable_names(connection.consumers()),
+            still_attached=lambda checked: any(s.still_attached(checked) for s in connection.sessions()),
         )
-        return client_id, name
 
     async def createSharedConsumer(
         self, topic: Topic, sharedSubscriptionName: str, messageSelector: str | None = None
