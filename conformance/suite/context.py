@@ -18,7 +18,7 @@ import secrets
 import subprocess
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 from urllib.parse import urlencode
 
 from jmslike import Connection, ConnectionFactory, JMSException
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Phase = Literal["run", "setup", "verify"]
+#: Which of jmslike's APIs the scenarios drive: the threaded one, or jmslike.aio through the blocking bridge.
+Api = Literal["threaded", "aio"]
+APIS: tuple[Api, ...] = ("threaded", "aio")
 
 
 class ScenarioSkipped(Exception):
@@ -73,8 +76,10 @@ class Context:
         seed: int,
         resources: Resources,
         kept: Resources | None = None,
+        api: Api = "threaded",
     ) -> None:
         self.broker = broker
+        self.api = api
         self.kind: str = broker.kind
         self.scenario_id = scenario_id
         self.mode = mode
@@ -115,6 +120,11 @@ class Context:
     def factory(
         self, via: FaultProxy | None = None, options: Mapping[str, object] | None = None, **more: object
     ) -> ConnectionFactory:
+        """The API's ConnectionFactory for the broker (without credentials: pass them to createConnection)."""
+        if self.api == "aio":
+            from jmslike.conformance.suite import aio_bridge
+
+            return cast(ConnectionFactory, aio_bridge.factory(self.url(via, options, **more)))
         return ConnectionFactory(self.url(via, options, **more))
 
     def connect(
@@ -133,9 +143,15 @@ class Context:
         (give it ``reconnect=True`` if it must work after the restart). URL options are keyword
         arguments: ``ctx.connect(reconnect=True, heartbeat_ms=500)``.
         """
-        connection = self.factory(via, options, **more).createConnection(
-            self.broker.user, self.broker.password
-        )
+        if self.api == "aio":  # jmslike.aio, seen through blocking calls (suite/aio_bridge.py)
+            from jmslike.conformance.suite import aio_bridge
+
+            bridged = aio_bridge.factory(self.url(via, options, **more))
+            connection = cast(Connection, bridged.createConnection(self.broker.user, self.broker.password))
+        else:
+            connection = self.factory(via, options, **more).createConnection(
+                self.broker.user, self.broker.password
+            )
         (self._kept if keep else self._resources).add(connection.close)
         if client_id is not None:
             connection.setClientID(client_id)

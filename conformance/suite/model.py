@@ -130,6 +130,8 @@ class RunReport:
     quick: bool = False
     filters: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: The jmslike API the scenarios drove: "threaded", or "aio" (jmslike.aio through the blocking bridge).
+    api: str = "threaded"
 
     def counts(self) -> dict[str, int]:
         counter = Counter(r.outcome for r in self.results)
@@ -162,6 +164,7 @@ class RunReport:
                 "seed": self.seed,
                 "modes": list(self.modes),
                 "quick": self.quick,
+                "api": self.api,
                 "filters": self.filters,
                 "counts": self.counts(),
                 "notes": list(self.notes),
@@ -184,4 +187,5 @@ class RunReport:
             quick=run.get("quick", False),
             filters=run.get("filters", {}),
             notes=run.get("notes", []),
+            api=run.get("api", "threaded"),
         )

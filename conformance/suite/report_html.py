@@ -101,7 +101,8 @@ def render(report: RunReport) -> str:
         '<body data-ready="0">',
         "<h1>jmslike conformance report</h1>",
         f'<p class="meta">Started {_e(report.started_at)} &middot; wall time {report.wall_time_s:.1f}s '
-        f"&middot; seed {report.seed}{' &middot; quick subset' if report.quick else ''} &middot; "
+        f"&middot; seed {report.seed}{' &middot; quick subset' if report.quick else ''}"
+        f"{' &middot; through jmslike.aio' if report.api == 'aio' else ''} &middot; "
         f"{len(rows)} scenarios, {len(report.results)} results</p>",
         '<section id="summary"><h2>Summary</h2><p>',
         *(

@@ -28,7 +28,7 @@ from jmslike.conformance.brokers import (
     launch,
 )
 from jmslike.conformance.suite.classify import TABLE_EXPECTED, ScenarioTimeout, Verdict, classify
-from jmslike.conformance.suite.context import Context, Resources
+from jmslike.conformance.suite.context import Api, Context, Resources
 from jmslike.conformance.suite.expectations import expectation_for
 from jmslike.conformance.suite.model import (
     MODE_FAULT,
@@ -87,6 +87,7 @@ class RunOptions:
     quick: bool = False
     filters: dict[str, list[str]] = field(default_factory=dict)
     launch_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    api: Api = "threaded"
 
 
 def planned_results(scenarios: Sequence[Scenario], modes: Sequence[str], brokers: int) -> int:
@@ -200,6 +201,7 @@ class Runner:
             quick=self.options.quick,
             filters=self.options.filters,
             notes=self.notes,
+            api=self.options.api,
         )
 
     def _record(self, result: ScenarioResult) -> None:
@@ -327,6 +329,7 @@ class Runner:
             seed=self.options.seed,
             resources=resources,
             kept=kept,
+            api=self.options.api,
         )
 
     def _finish(

@@ -190,6 +190,18 @@ def test_outcome_rules_of_the_expectations_table() -> None:
     assert classify(ScenarioTimeout("hung"), passing).outcome == "fail"
 
 
+def test_a_gap_of_jmslike_aio_is_unsupported_whatever_the_table_says_of_the_broker() -> None:
+    from jmslike import NotYetInAioException
+    from jmslike.conformance.suite.classify import classify
+    from jmslike.conformance.suite.expectations import Expectation
+
+    for expectation in (Expectation(), Expectation("deviation", "broker X drops it")):
+        verdict = classify(NotYetInAioException("reconnecting"), expectation)
+        assert verdict.outcome == "unsupported" and "not in jmslike.aio yet" in verdict.detail
+    # A scenario check that failed while aio lacked something is still the scenario's failure.
+    assert classify(AssertionError("lost"), Expectation()).outcome == "fail"
+
+
 def test_one_run_note_for_every_pass_the_table_expected_otherwise() -> None:
     from dataclasses import replace
 

@@ -19,6 +19,7 @@ from jmslike import (
     JMSSecurityException,
     MessageConsumer,
     NoRetainedMessageException,
+    NotYetInAioException,
     Session,
 )
 from jmslike.conformance.suite import Context, restart_scenario, scenario
@@ -255,6 +256,8 @@ def concurrent(ctx: Context) -> None:
         thread.start()
     for thread in threads:
         thread.join(60)
+    if errors and isinstance(errors[0], NotYetInAioException):
+        raise errors[0]  # --api aio: the scenario cannot run there yet
     assert not errors, f"a publisher failed: {errors[0]!r}"
     result = updates(on_request(ctx.connect(), topic))
     assert len(result) == 1 and result[topic] in sent, result

@@ -1,0 +1,231 @@
+"""The suite's scenarios through ``jmslike.aio``: a blocking bridge over the asyncio API (``--api aio``).
+
+The scenarios are written once, against the threaded API's blocking calls. With ``--api aio``,
+:meth:`Context.connect` hands them a :class:`Bridged` ``jmslike.aio`` connection instead: every call is
+forwarded to the asyncio object on one event loop (a daemon thread of this module), awaited there when it
+returns an awaitable, and the ``jmslike.aio`` objects it returns are bridged in turn. So the JMS rules under
+test -- delivery, acknowledgement, transactions, subscriptions, errors -- are ``jmslike.aio``'s; the bridge
+adds no rule of its own:
+
+- Messages are the same objects in both APIs and are not wrapped; a received message's ``acknowledge()``
+  (an awaitable in ``jmslike.aio``) is made blocking through the public provider hook.
+- A listener the scenario gives runs in a worker thread (``asyncio.to_thread``) while the session's dispatch
+  task awaits it, so the session still delivers one message at a time, and the listener may call the
+  bridge. (Unlike a real ``jmslike.aio`` listener, such a listener is not the dispatch task, so
+  ``jmslike.aio`` cannot tell that it is closing its own session.)
+- What ``jmslike.aio`` lacks (an attribute it does not have, a feature it refuses with
+  :class:`~jmslike.exceptions.NotYetInAioException`) makes the scenario ``unsupported`` with that reason, so
+  the report says what the asyncio API cannot yet do instead of failing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+from jmslike import aio
+from jmslike.exceptions import NotYetInAioException
+from jmslike.messages import Message
+
+T = TypeVar("T")
+
+#: The jmslike.aio classes whose objects come back bridged.
+_BRIDGED = (
+    aio.ConnectionFactory,
+    aio.Connection,
+    aio.Session,
+    aio.MessageConsumer,
+    aio.MessageProducer,
+    aio.QueueBrowser,
+)
+
+
+class _Loop:
+    """One event loop in a daemon thread for every bridged object of the process (a restart scenario's
+    connections live from its setup phase to its verify phase)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="conformance-aio-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, awaitable: Awaitable[T]) -> T:
+        if threading.current_thread() is self.thread:
+            raise RuntimeError("a bridged call on the bridge's own loop would wait for itself")
+        future: Future[T] = asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop)
+        return future.result()
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+_loop: _Loop | None = None
+_loop_lock = threading.Lock()
+
+
+def _the_loop() -> _Loop:
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = _Loop()
+        return _loop
+
+
+def factory(url: str) -> Bridged:
+    """A bridged ``jmslike.aio.ConnectionFactory`` (its constructor's refusals are raised here)."""
+    loop = _the_loop()
+
+    async def make() -> aio.ConnectionFactory:
+        return aio.ConnectionFactory(url)
+
+    return Bridged(loop.run(make()), loop)
+
+
+class Bridged:
+    """A ``jmslike.aio`` object seen through blocking calls (module docstring)."""
+
+    __slots__ = ("_loop", "_target")
+
+    def __init__(self, target: object, loop: _Loop) -> None:
+        self._target = target
+        self._loop = loop
+
+    @property
+    def target(self) -> object:
+        """The ``jmslike.aio`` object itself."""
+        return self._target
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            attribute = getattr(self._target, name)
+        except AttributeError:
+            raise NotYetInAioException(f"{type(self._target).__name__}.{name}") from None
+        if not callable(attribute):
+            return self._bridge(attribute)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            _check_arguments(self._target, name, attribute, args, kwargs)
+            args = tuple(self._unbridge(a) for a in args)
+            kwargs = {k: self._unbridge(v) for k, v in kwargs.items()}
+            return self._bridge(self._loop.run(_call(attribute, args, kwargs)))
+
+        return call
+
+    def _bridge(self, value: Any) -> Any:
+        if isinstance(value, _BRIDGED):
+            return Bridged(value, self._loop)
+        if isinstance(value, Message):
+            _blocking_acknowledge(value, self._loop)
+        return value
+
+    def _unbridge(self, value: Any) -> Any:
+        if isinstance(value, Bridged):
+            return value._target
+        if callable(value) and not isinstance(value, type):
+            return _in_worker(value, self._loop)
+        if hasattr(value, "onMessage") or hasattr(value, "onException"):
+            method = value.onMessage if hasattr(value, "onMessage") else value.onException
+            return _in_worker(method, self._loop)
+        return value
+
+    # -- the protocols scenarios use on API objects ------------------------------------------------------------
+
+    def __iter__(self) -> Any:
+        """A consumer or browser: its messages, each awaited on the loop."""
+        if isinstance(self._target, aio.QueueBrowser):
+            enumeration = self._loop.run(self._target.getEnumeration())
+        else:
+            enumeration = self._target.__aiter__()  # type: ignore[attr-defined]
+        while True:
+            try:
+                message = self._loop.run(anext(enumeration))
+            except StopAsyncIteration:
+                return
+            yield self._bridge(message)
+
+    def __enter__(self) -> Bridged:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __eq__(self, other: object) -> bool:
+        return self._target == (other._target if isinstance(other, Bridged) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._target)
+
+    def __repr__(self) -> str:
+        return f"Bridged({self._target!r})"
+
+
+def _threaded_twins() -> dict[type, type]:
+    import jmslike
+
+    return {
+        aio.ConnectionFactory: jmslike.ConnectionFactory,
+        aio.Connection: jmslike.Connection,
+        aio.Session: jmslike.Session,
+        aio.MessageConsumer: jmslike.TopicSubscriber,  # the widest consumer: a durable subscriber's extras too
+        aio.MessageProducer: jmslike.MessageProducer,
+        aio.QueueBrowser: jmslike.QueueBrowser,
+    }
+
+
+def _check_arguments(
+    target: object, name: str, method: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    """Arguments the threaded API takes and jmslike.aio does not (``retain=``, ``removeSubscription=``...)
+    are a gap of jmslike.aio; arguments neither takes stay the scenario's TypeError."""
+    try:
+        inspect.signature(method).bind(*args, **kwargs)
+        return
+    except TypeError:
+        twin = _threaded_twins().get(type(target))
+        threaded = getattr(twin, name, None) if twin is not None else None
+        if threaded is None:
+            raise
+        try:
+            inspect.signature(threaded).bind(None, *args, **kwargs)  # unbound: self first
+        except TypeError:
+            raise TypeError(f"{type(target).__name__}.{name}: arguments neither API takes") from None
+    given = ", ".join([*("_" for _ in args), *(f"{k}=" for k in kwargs)])
+    raise NotYetInAioException(f"{type(target).__name__}.{name}({given}) as the threaded API takes it")
+
+
+async def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call on the loop (jmslike.aio's plain methods may expect it too); await what it returns."""
+    result = function(*args, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _in_worker(function: Callable[..., Any], loop: _Loop) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """A scenario's (blocking) listener as a coroutine function that runs it in a worker thread."""
+
+    async def listener(value: Any) -> Any:
+        if isinstance(value, Message):
+            _blocking_acknowledge(value, loop)
+        return await asyncio.to_thread(function, value)
+
+    return listener
+
+
+def _blocking_acknowledge(message: Message, loop: _Loop) -> None:
+    """``message.acknowledge()`` of a jmslike.aio message returns an awaitable: make it wait, as the
+    threaded API's does (once per message)."""
+    acknowledger = message.acknowledger
+    if acknowledger is None or getattr(acknowledger, "bridged", False):
+        return
+
+    def acknowledge() -> None:
+        loop.run(_call(acknowledger, (), {}))  # on the loop, where jmslike.aio's acknowledgement runs
+
+    acknowledge.bridged = True  # type: ignore[attr-defined]
+    message.bind_acknowledger(acknowledge)
