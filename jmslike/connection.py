@@ -135,7 +135,7 @@ class ConnectionFactory:
         or ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection."""
         from jmslike.context import JMSContext, SharedConnection
 
-        user, password, mode = _context_arguments(args, kwargs)
+        user, password, mode = context_arguments(args, kwargs)
         connection = self.createConnection(user, password)
         try:
             return JMSContext(SharedConnection(connection), mode)
@@ -550,7 +550,7 @@ class Connection(ConnectionDomainMethods):
         self.report(self._failed)
 
 
-def _context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, str | None, int]:
+def context_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str | None, str | None, int]:
     """``createContext``'s forms, read: (userName, password, sessionMode)."""
     unknown = set(kwargs) - {"userName", "password", "sessionMode"}
     if unknown or len(args) > 3:

@@ -111,6 +111,16 @@ class ConsumerBase:
     def _check_session_open(self) -> None:
         raise NotImplementedError
 
+    def check_receive_body(self, c: object, has_listener: bool) -> None:
+        """JMS 2.0 ``receiveBody``: an open consumer without a listener, and a class to return the body as."""
+        self.check_open()
+        if has_listener:
+            raise IllegalStateException("receiveBody() is not allowed while a MessageListener is set")
+        if not isinstance(c, type):
+            raise MessageFormatException(
+                f"receiveBody needs a plain class such as str, bytes or dict, got {c!r}"
+            )
+
     @property
     def closed(self) -> bool:
         """Closed by the application (its inbox takes no more); the connection never re-subscribes it."""
@@ -159,13 +169,7 @@ class MessageConsumer(ConsumerBase):
         """JMS 2.0 ``JMSConsumer.receiveBody`` on this consumer: the next message's body as ``c`` (``None``
         when the wait ends empty or the message has no body). A body that is not a ``c`` raises
         MessageFormatException; in AUTO and DUPS_OK mode the message then stays for the next receive."""
-        self.check_open()
-        if self._listener is not None:
-            raise IllegalStateException("receiveBody() is not allowed while a MessageListener is set")
-        if not isinstance(c, type):
-            raise MessageFormatException(
-                f"receiveBody needs a plain class such as str, bytes or dict, got {c!r}"
-            )
+        self.check_receive_body(c, self._listener is not None)
         if no_wait:
             deadline: float | None = time.monotonic()
         else:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
 
 from jmslike.constants import DEFAULT_PRIORITY, DEFAULT_TIME_TO_LIVE, AcknowledgeMode, DeliveryMode
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -31,6 +31,7 @@ from jmslike.exceptions import (
     JMSException,
     runtime_exception,
 )
+from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import BytesMessage, MapMessage, Message, ObjectMessage, StreamMessage, TextMessage
 from jmslike.producer_settings import (
     check_delivery_delay,
@@ -65,10 +66,33 @@ def unchecked(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S,
     return call
 
 
-class SharedConnection:
-    """The connection under one or more JMSContexts; closed when the last of them closes."""
+def unchecked_async(
+    method: Callable[Concatenate[S, P], Awaitable[R]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, R]]:
+    """:func:`unchecked` for a coroutine method (``jmslike.aio``'s JMSContext)."""
 
-    def __init__(self, connection: Connection) -> None:
+    @functools.wraps(method)
+    async def call(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(self, *args, **kwargs)
+        except JMSException as exc:
+            raise runtime_exception(exc) from exc
+
+    return call
+
+
+class _Closable(Protocol):
+    @property
+    def closed(self) -> bool: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class SharedConnection(Generic[C]):
+    """The connection under one or more JMSContexts (of either API); closed when the last of them closes."""
+
+    def __init__(self, connection: C) -> None:
         self.connection = connection
         self._lock = threading.Lock()
         self._users = 0
@@ -90,25 +114,105 @@ class SharedConnection:
             return self._users == 0
 
 
-class JMSContext(SessionModes):
+class ContextBase(SessionModes):
+    """What a ``javax.jms.JMSContext`` is in every API: its session mode, autoStart, and the calls that make
+    destinations and messages (no broker round trip). The rest is the API's (:class:`JMSContext`,
+    ``jmslike.aio``'s)."""
+
+    def __init__(self, sessionMode: int) -> None:
+        self._mode = check_session_mode(sessionMode)
+        self._auto_start = True
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise IllegalStateException("the JMSContext is closed")
+
+    def _check_open_unchecked(self) -> None:
+        if self._closed:
+            raise IllegalStateRuntimeException("the JMSContext is closed")
+
+    def _messages(self) -> MessageFactoryMethods:
+        """The context's session, created on first use (so setClientID can still come first)."""
+        raise NotImplementedError
+
+    def setAutoStart(self, autoStart: bool) -> None:
+        """Whether creating a consumer starts the connection."""
+        self._check_open_unchecked()
+        self._auto_start = bool(autoStart)
+
+    def getAutoStart(self) -> bool:
+        """Whether creating a consumer starts the connection (default True)."""
+        self._check_open_unchecked()
+        return self._auto_start
+
+    def getSessionMode(self) -> int:
+        """The session mode the context was created with."""
+        self._check_open_unchecked()
+        return self._mode
+
+    def getTransacted(self) -> bool:
+        """Whether the context is SESSION_TRANSACTED."""
+        self._check_open_unchecked()
+        return self._mode == AcknowledgeMode.SESSION_TRANSACTED
+
+    @unchecked
+    def createQueue(self, queueName: str) -> Queue:
+        """The Queue named ``queueName``."""
+        return self._messages().createQueue(queueName)
+
+    @unchecked
+    def createTopic(self, topicName: str) -> Topic:
+        """The Topic named ``topicName`` (the portable notation ``a/b/#`` works, as in Session)."""
+        return self._messages().createTopic(topicName)
+
+    @unchecked
+    def createMessage(self) -> Message:
+        """A Message without a body."""
+        return self._messages().createMessage()
+
+    @unchecked
+    def createTextMessage(self, text: str | None = None) -> TextMessage:
+        """A TextMessage holding ``text``."""
+        return self._messages().createTextMessage(text)
+
+    @unchecked
+    def createBytesMessage(self) -> BytesMessage:
+        """An empty BytesMessage."""
+        return self._messages().createBytesMessage()
+
+    @unchecked
+    def createMapMessage(self) -> MapMessage:
+        """An empty MapMessage."""
+        return self._messages().createMapMessage()
+
+    @unchecked
+    def createStreamMessage(self) -> StreamMessage:
+        """An empty StreamMessage."""
+        return self._messages().createStreamMessage()
+
+    @unchecked
+    def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
+        """An ObjectMessage, serialised by a named safe serializer (JSON by default)."""
+        return self._messages().createObjectMessage(obj, serializer)
+
+
+class JMSContext(ContextBase):
     """``javax.jms.JMSContext``: a connection and a session; see the module docstring for its rules."""
 
-    def __init__(self, shared: SharedConnection, sessionMode: int) -> None:
+    def __init__(self, shared: SharedConnection[Connection], sessionMode: int) -> None:
         """Made by ``ConnectionFactory.createContext`` or ``JMSContext.createContext``, not directly."""
-        self._mode = check_session_mode(sessionMode)
+        super().__init__(sessionMode)
         shared.join()
         self._shared = shared
         self._connection = shared.connection
         self._session: Session | None = None
         self._producer: MessageProducer | None = None
-        self._auto_start = True
-        self._closed = False
 
     # -- the session behind the context -------------------------------------------------------------
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise IllegalStateException("the JMSContext is closed")
+    def _messages(self) -> Session:
+        return self._open_session()
 
     def _open_session(self) -> Session:
         """The context's session, created on first use (so setClientID can still come first)."""
@@ -178,20 +282,6 @@ class JMSContext(SessionModes):
         self._check_open()
         self._connection.stop()
 
-    def setAutoStart(self, autoStart: bool) -> None:
-        """Whether creating a consumer starts the connection."""
-        self._check_open_unchecked()
-        self._auto_start = bool(autoStart)
-
-    def getAutoStart(self) -> bool:
-        """Whether creating a consumer starts the connection (default True)."""
-        self._check_open_unchecked()
-        return self._auto_start
-
-    def _check_open_unchecked(self) -> None:
-        if self._closed:
-            raise IllegalStateRuntimeException("the JMSContext is closed")
-
     @unchecked
     def close(self) -> None:
         """Close the session (rolling back an open transaction); the connection too when this was the last
@@ -227,16 +317,6 @@ class JMSContext(SessionModes):
 
     # -- session-level calls --------------------------------------------------------------------------
 
-    def getSessionMode(self) -> int:
-        """The session mode the context was created with."""
-        self._check_open_unchecked()
-        return self._mode
-
-    def getTransacted(self) -> bool:
-        """Whether the context is SESSION_TRANSACTED."""
-        self._check_open_unchecked()
-        return self._mode == AcknowledgeMode.SESSION_TRANSACTED
-
     @unchecked
     def commit(self) -> None:
         """Commit the context's transaction (SESSION_TRANSACTED): Session.commit."""
@@ -258,16 +338,6 @@ class JMSContext(SessionModes):
         self._open_session().acknowledge_delivered()
 
     @unchecked
-    def createQueue(self, queueName: str) -> Queue:
-        """The Queue named ``queueName``."""
-        return self._open_session().createQueue(queueName)
-
-    @unchecked
-    def createTopic(self, topicName: str) -> Topic:
-        """The Topic named ``topicName`` (the portable notation ``a/b/#`` works, as in Session)."""
-        return self._open_session().createTopic(topicName)
-
-    @unchecked
     def createTemporaryQueue(self) -> TemporaryQueue:
         """A temporary queue that lives as long as the context's connection."""
         return self._open_session().createTemporaryQueue()
@@ -276,36 +346,6 @@ class JMSContext(SessionModes):
     def createTemporaryTopic(self) -> TemporaryTopic:
         """A temporary topic that lives as long as the context's connection."""
         return self._open_session().createTemporaryTopic()
-
-    @unchecked
-    def createMessage(self) -> Message:
-        """A Message without a body."""
-        return self._open_session().createMessage()
-
-    @unchecked
-    def createTextMessage(self, text: str | None = None) -> TextMessage:
-        """A TextMessage holding ``text``."""
-        return self._open_session().createTextMessage(text)
-
-    @unchecked
-    def createBytesMessage(self) -> BytesMessage:
-        """An empty BytesMessage."""
-        return self._open_session().createBytesMessage()
-
-    @unchecked
-    def createMapMessage(self) -> MapMessage:
-        """An empty MapMessage."""
-        return self._open_session().createMapMessage()
-
-    @unchecked
-    def createStreamMessage(self) -> StreamMessage:
-        """An empty StreamMessage."""
-        return self._open_session().createStreamMessage()
-
-    @unchecked
-    def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage:
-        """An ObjectMessage, serialised by a named safe serializer (JSON by default)."""
-        return self._open_session().createObjectMessage(obj, serializer)
 
     @unchecked
     def createProducer(self) -> JMSProducer:
@@ -373,8 +413,21 @@ class JMSContext(SessionModes):
         producer.send(destination, message, *settings, completionListener=listener)
 
 
-class JMSProducer:
-    """``javax.jms.JMSProducer``: fluent settings, then ``send(destination, body)``.
+class BodyFactory(Protocol):
+    """What makes a JMSProducer's body into a message: its context."""
+
+    def createTextMessage(self, text: str | None = None) -> TextMessage: ...
+
+    def createBytesMessage(self) -> BytesMessage: ...
+
+    def createMapMessage(self) -> MapMessage: ...
+
+    def createObjectMessage(self, obj: object = None, serializer: str | None = None) -> ObjectMessage: ...
+
+
+class JMSProducerBase:
+    """What a ``javax.jms.JMSProducer`` is in every API: its fluent settings and properties, and how a body
+    becomes the message it sends. The send itself is the API's (:class:`JMSProducer`, ``jmslike.aio``'s).
 
     The body may be a Message, or what JMS 2.0 turns into one: ``str`` (or None) -> TextMessage, ``bytes``
     -> BytesMessage, a ``Mapping`` -> MapMessage, anything else -> ObjectMessage (serialised by the
@@ -382,8 +435,7 @@ class JMSProducer:
     put on every message sent, overriding the message's own, as JMS 2.0 says.
     """
 
-    def __init__(self, context: JMSContext) -> None:
-        self._context = context
+    def __init__(self) -> None:
         self._delivery_mode = DeliveryMode.PERSISTENT
         self._priority = DEFAULT_PRIORITY
         self._time_to_live = DEFAULT_TIME_TO_LIVE
@@ -399,16 +451,15 @@ class JMSProducer:
         self._reply_to: Destination | None = None
         self._reply_to_set = False
 
-    # -- send ------------------------------------------------------------------------------------------
-
-    @unchecked
-    def send(self, destination: Destination, body: object) -> JMSProducer:
-        """Send ``body`` (a Message, str, bytes, Mapping or serialisable object) to ``destination``."""
+    def message_for(self, destination: object, body: object, factory: BodyFactory) -> Message:
+        """The message ``send(destination, body)`` sends: the body as a message (made by ``factory``, the
+        context, so its errors are already unchecked) with
+        this producer's properties and headers on it."""
         if not isinstance(destination, Destination):
             raise InvalidDestinationException(
                 f"send() needs a Queue or Topic (context.createQueue/createTopic), got {destination!r}"
             )
-        message = self._as_message(body)
+        message = _as_message(body, factory)
         for name, typed in self._properties.typed_properties().items():
             message.setObjectProperty(name, typed)
         if self._correlation_id_set:
@@ -417,37 +468,22 @@ class JMSProducer:
             message.setJMSType(self._jms_type)
         if self._reply_to_set:
             message.setJMSReplyTo(self._reply_to)
-        self._context.send_with(
-            destination,
-            message,
-            (self._delivery_mode, self._priority, self._time_to_live),
-            self._async,
-            (self._disable_id, self._disable_timestamp),
-            self._delivery_delay,
-        )
-        return self
+        return message
 
-    def _as_message(self, body: object) -> Message:
-        context = self._context
-        if isinstance(body, Message):
-            return body
-        if body is None or isinstance(body, str):
-            return context.createTextMessage(body)
-        if isinstance(body, bytes | bytearray | memoryview):
-            message = context.createBytesMessage()
-            message.writeBytes(bytes(body))
-            return message
-        if isinstance(body, Mapping):
-            message_map = context.createMapMessage()
-            for key, value in body.items():
-                message_map.setObject(key, value)
-            return message_map
-        return context.createObjectMessage(body)
+    @property
+    def send_settings(self) -> tuple[int, int, int]:
+        """(deliveryMode, priority, timeToLive), as MessageProducer.send takes them."""
+        return (self._delivery_mode, self._priority, self._time_to_live)
+
+    @property
+    def disabled(self) -> tuple[bool, bool]:
+        """(disableMessageID, disableMessageTimestamp)."""
+        return (self._disable_id, self._disable_timestamp)
 
     # -- settings (fluent, as in Java) -----------------------------------------------------------------
 
     @unchecked
-    def setDeliveryMode(self, deliveryMode: int) -> JMSProducer:
+    def setDeliveryMode(self, deliveryMode: int) -> Self:
         """Set the DeliveryMode of every message this producer sends; returns the producer."""
         self._delivery_mode = check_delivery_mode(deliveryMode)
         return self
@@ -457,7 +493,7 @@ class JMSProducer:
         return self._delivery_mode
 
     @unchecked
-    def setPriority(self, priority: int) -> JMSProducer:
+    def setPriority(self, priority: int) -> Self:
         """Set the Priority of every message this producer sends; returns the producer."""
         self._priority = check_priority(priority)
         return self
@@ -467,7 +503,7 @@ class JMSProducer:
         return self._priority
 
     @unchecked
-    def setTimeToLive(self, timeToLive: int) -> JMSProducer:
+    def setTimeToLive(self, timeToLive: int) -> Self:
         """Set the TimeToLive of every message this producer sends; returns the producer."""
         self._time_to_live = check_time_to_live(timeToLive)
         return self
@@ -477,7 +513,7 @@ class JMSProducer:
         return self._time_to_live
 
     @unchecked
-    def setDeliveryDelay(self, deliveryDelay: int) -> JMSProducer:
+    def setDeliveryDelay(self, deliveryDelay: int) -> Self:
         """Messages are delivered no earlier than ``deliveryDelay`` ms after send (JMS 2.0); where the
         broker cannot hold them back, the first delayed send raises UnsupportedFeatureRuntimeException."""
         self._delivery_delay = check_delivery_delay(deliveryDelay)
@@ -487,7 +523,7 @@ class JMSProducer:
         """The DeliveryDelay this producer gives every message it sends."""
         return self._delivery_delay
 
-    def setAsync(self, completionListener: CompletionListener | None) -> JMSProducer:
+    def setAsync(self, completionListener: CompletionListener | None) -> Self:
         """Sends return at once; the listener's onCompletion/onException run on the context's session
         thread (None: sends wait for the broker again)."""
         self._async = completionListener
@@ -497,7 +533,7 @@ class JMSProducer:
         """The Async this producer gives every message it sends."""
         return self._async
 
-    def setDisableMessageID(self, value: bool) -> JMSProducer:
+    def setDisableMessageID(self, value: bool) -> Self:
         """Set the DisableMessageID of every message this producer sends; returns the producer."""
         self._disable_id = bool(value)
         return self
@@ -506,7 +542,7 @@ class JMSProducer:
         """The DisableMessageID this producer gives every message it sends."""
         return self._disable_id
 
-    def setDisableMessageTimestamp(self, value: bool) -> JMSProducer:
+    def setDisableMessageTimestamp(self, value: bool) -> Self:
         """Set the DisableMessageTimestamp of every message this producer sends; returns the producer."""
         self._disable_timestamp = bool(value)
         return self
@@ -516,7 +552,7 @@ class JMSProducer:
         return self._disable_timestamp
 
     @unchecked
-    def setJMSCorrelationID(self, correlationID: str | None) -> JMSProducer:
+    def setJMSCorrelationID(self, correlationID: str | None) -> Self:
         """Set the JMSCorrelationID of every message this producer sends; returns the producer."""
         Message().setJMSCorrelationID(correlationID)  # the message's own check, before anything is kept
         self._correlation_id, self._correlation_id_set = correlationID, True
@@ -527,7 +563,7 @@ class JMSProducer:
         return self._correlation_id
 
     @unchecked
-    def setJMSType(self, type: str | None) -> JMSProducer:
+    def setJMSType(self, type: str | None) -> Self:
         """Set the JMSType of every message this producer sends; returns the producer."""
         Message().setJMSType(type)
         self._jms_type, self._jms_type_set = type, True
@@ -538,7 +574,7 @@ class JMSProducer:
         return self._jms_type
 
     @unchecked
-    def setJMSReplyTo(self, replyTo: Destination | None) -> JMSProducer:
+    def setJMSReplyTo(self, replyTo: Destination | None) -> Self:
         """Set the JMSReplyTo of every message this producer sends; returns the producer."""
         Message().setJMSReplyTo(replyTo)
         self._reply_to, self._reply_to_set = replyTo, True
@@ -551,13 +587,13 @@ class JMSProducer:
     # -- properties --------------------------------------------------------------------------------------
 
     @unchecked
-    def setProperty(self, name: str, value: object) -> JMSProducer:
+    def setProperty(self, name: str, value: object) -> Self:
         """Java's overloads in one: bool -> boolean, int -> int (long beyond 32 bits), float -> double,
         str -> String; a ``jmslike.properties.TypedValue`` picks the JMS type explicitly."""
         self._properties.setObjectProperty(name, value)
         return self
 
-    def clearProperties(self) -> JMSProducer:
+    def clearProperties(self) -> Self:
         """Remove every property this producer sets; returns the producer."""
         self._properties.clearProperties()
         return self
@@ -614,6 +650,40 @@ class JMSProducer:
     def getObjectProperty(self, name: str) -> object:
         """The property ``name`` as Object, converted by the JMS rules (as Message's getters)."""
         return self._properties.getObjectProperty(name)
+
+
+def _as_message(body: object, factory: BodyFactory) -> Message:
+    if isinstance(body, Message):
+        return body
+    if body is None or isinstance(body, str):
+        return factory.createTextMessage(body)
+    if isinstance(body, bytes | bytearray | memoryview):
+        message = factory.createBytesMessage()
+        message.writeBytes(bytes(body))
+        return message
+    if isinstance(body, Mapping):
+        message_map = factory.createMapMessage()
+        for key, value in body.items():
+            message_map.setObject(key, value)
+        return message_map
+    return factory.createObjectMessage(body)
+
+
+class JMSProducer(JMSProducerBase):
+    """``javax.jms.JMSProducer``: fluent settings, then ``send(destination, body)`` (:class:`JMSProducerBase`)."""
+
+    def __init__(self, context: JMSContext) -> None:
+        super().__init__()
+        self._context = context
+
+    @unchecked
+    def send(self, destination: Destination, body: object) -> JMSProducer:
+        """Send ``body`` (a Message, str, bytes, Mapping or serialisable object) to ``destination``."""
+        message = self.message_for(destination, body, self._context)
+        self._context.send_with(
+            destination, message, self.send_settings, self._async, self.disabled, self._delivery_delay
+        )
+        return self
 
 
 class JMSConsumer:

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from jmslike.contract import IncomingMessage, SubscriptionSpec
+from jmslike.exceptions import MessageFormatException
+
+if TYPE_CHECKING:
+    from jmslike.messages import Message
 
 
 class Subscribed(Protocol):
@@ -71,3 +75,17 @@ def acks_for(batch: Sequence[tuple[C, Pending]]) -> list[Pending]:
         else:
             acks.append(pending)
     return acks + list(newest.values())
+
+
+def body_refused(message: Message, body_type: type[Any], left_in_place: bool) -> MessageFormatException:
+    """JMS 2.0 ``receiveBody``: a body that cannot be returned as ``body_type``. In AUTO and DUPS_OK mode the
+    message is left in place for the next receive; otherwise it counts as delivered."""
+    return MessageFormatException(
+        f"the body of {type(message).__name__} {message.getJMSMessageID()} cannot be returned as "
+        f"{getattr(body_type, '__name__', body_type)}; "
+        + (
+            "it stays in place for the next receive"
+            if left_in_place
+            else "it counts as delivered (acknowledge, commit or recover decide its fate)"
+        )
+    )

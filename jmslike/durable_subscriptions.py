@@ -30,8 +30,13 @@ from jmslike.catalogue import RegistryOwner, optional_registry, registry_for
 from jmslike.consumer import MessageConsumer, TopicSubscriber, selector_value
 from jmslike.contract import Adapter, IncomingMessage, SubscriptionRegistry, SubscriptionSpec, Wire
 from jmslike.destinations import Topic
-from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
-from jmslike.subscription_plans import no_shared_one, plan_durable, refuse_unsubscribe_without_client_id
+from jmslike.exceptions import InvalidDestinationException, JMSException
+from jmslike.subscription_plans import (
+    no_shared_one,
+    plan_durable,
+    refuse_remove_on_close,
+    refuse_unsubscribe_without_client_id,
+)
 from jmslike.subscriptions import DurableDefinition, companion_accepts, expired
 
 if TYPE_CHECKING:
@@ -241,20 +246,13 @@ def close(subscriber: TopicSubscriber, remove: bool) -> None:
     session = subscriber.session
     name = subscriber.spec.durable_name
     if remove:
-        if name is None:
-            raise IllegalStateException("removeSubscription=True needs a durable subscriber")
         current = session.current_delivery
-        if current is not None and current[0] is subscriber:
-            raise IllegalStateException(
-                f"close(removeSubscription=True) of {name!r} from its own MessageListener: the message being "
-                "delivered keeps the subscription attached until the listener returns; close() here and call "
-                "session.unsubscribe(name) afterwards, or close from another thread"
-            )
-        if any(s.holds_unacked(name) for s in session.connection.sessions()):
-            raise IllegalStateException(
-                f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "
-                "acknowledge, commit or roll back before close(removeSubscription=True)"
-            )
+        refuse_remove_on_close(
+            name,
+            own_listener=current is not None and current[0] is subscriber,
+            holds_unacked=name is not None
+            and any(s.holds_unacked(name) for s in session.connection.sessions()),
+        )
     MessageConsumer.close(subscriber)
     if name is None:
         return

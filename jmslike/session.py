@@ -30,7 +30,7 @@ from jmslike import selector as selectors
 from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import parse_selector
 from jmslike.contract import IncomingMessage, PendingReceipt, SubscriptionSpec
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, cumulative
+from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, body_refused, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.domain_methods import SessionDomainMethods
 from jmslike.exceptions import (
@@ -39,7 +39,6 @@ from jmslike.exceptions import (
     InvalidDestinationException,
     JMSException,
     JMSTimeoutException,
-    MessageFormatException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
     as_jms_exception,
@@ -415,15 +414,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
                     with self._cond:
                         consumer.inbox.put_back(pending)
                         self._cond.notify_all()
-                raise MessageFormatException(
-                    f"the body of {type(message).__name__} {message.getJMSMessageID()} cannot be returned as "
-                    f"{getattr(body_type, '__name__', body_type)}; "
-                    + (
-                        "it stays in place for the next receive"
-                        if auto
-                        else "it counts as delivered (acknowledge, commit or recover decide its fate)"
-                    )
-                )
+                raise body_refused(message, body_type, left_in_place=auto)
             if auto:
                 self._ack_consumed(consumer, pending)
             return message

@@ -131,6 +131,25 @@ def unsubscribe_refusal(
     return None
 
 
+def refuse_remove_on_close(name: str | None, *, own_listener: bool, holds_unacked: bool) -> str:
+    """``close(removeSubscription=True)``: only a durable subscriber, not from its own listener (the message
+    being delivered keeps the subscription attached), and nothing of it unsettled. The subscription's name."""
+    if name is None:
+        raise IllegalStateException("removeSubscription=True needs a durable subscriber")
+    if own_listener:
+        raise IllegalStateException(
+            f"close(removeSubscription=True) of {name!r} from its own MessageListener: the message being "
+            "delivered keeps the subscription attached until the listener returns; close() here and call "
+            "session.unsubscribe(name) afterwards, or close from another thread"
+        )
+    if holds_unacked:
+        raise IllegalStateException(
+            f"a message of durable subscription {name!r} is unacknowledged or in an open transaction; "
+            "acknowledge, commit or roll back before close(removeSubscription=True)"
+        )
+    return name
+
+
 def refuse_unsubscribe_without_client_id(adapter: Adapter, name: str) -> None:
     """JMS 2.0: without a client ID only a shared durable subscription can be meant."""
     if not adapter.capabilities.shared_subscriptions:

@@ -9,10 +9,10 @@ adds no rule of its own:
 
 - Messages are the same objects in both APIs and are not wrapped; a received message's ``acknowledge()``
   (an awaitable in ``jmslike.aio``) is made blocking through the public provider hook.
-- A listener the scenario gives runs in a worker thread (``asyncio.to_thread``) while the session's dispatch
-  task awaits it, so the session still delivers one message at a time, and the listener may call the
-  bridge. (Unlike a real ``jmslike.aio`` listener, such a listener is not the dispatch task, so
-  ``jmslike.aio`` cannot tell that it is closing its own session.)
+- A listener the scenario gives runs in a worker thread while the session's dispatch task awaits it, so the
+  session still delivers one message at a time; the bridged calls the listener makes run in that dispatch
+  task, as a ``jmslike.aio`` listener's own awaits would (so closing its own session is refused, as JMS says,
+  rather than waiting for itself).
 - What ``jmslike.aio`` lacks (an attribute it does not have, a feature it refuses with
   :class:`~jmslike.exceptions.NotYetInAioException`) makes the scenario ``unsupported`` with that reason, so
   the report says what the asyncio API cannot yet do instead of failing it.
@@ -25,7 +25,7 @@ import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from jmslike import aio
 from jmslike.exceptions import NotYetInAioException
@@ -41,6 +41,9 @@ _BRIDGED = (
     aio.MessageConsumer,
     aio.MessageProducer,
     aio.QueueBrowser,
+    aio.JMSContext,
+    aio.JMSProducer,
+    aio.JMSConsumer,
 )
 
 
@@ -56,6 +59,11 @@ class _Loop:
     def run(self, awaitable: Awaitable[T]) -> T:
         if threading.current_thread() is self.thread:
             raise RuntimeError("a bridged call on the bridge's own loop would wait for itself")
+        calls: asyncio.Queue[_Call] | None = getattr(_listener_thread, "calls", None)
+        if calls is not None:  # a listener's worker thread: run it in the listener's own task (_in_worker)
+            done: Future[Any] = Future()
+            self.loop.call_soon_threadsafe(calls.put_nowait, (awaitable, done))
+            return cast(T, done.result())
         future: Future[T] = asyncio.run_coroutine_threadsafe(_awaited(awaitable), self.loop)
         return future.result()
 
@@ -174,6 +182,9 @@ def _threaded_twins() -> dict[type, type]:
         aio.MessageConsumer: jmslike.TopicSubscriber,  # the widest consumer: a durable subscriber's extras too
         aio.MessageProducer: jmslike.MessageProducer,
         aio.QueueBrowser: jmslike.QueueBrowser,
+        aio.JMSContext: jmslike.JMSContext,
+        aio.JMSProducer: jmslike.JMSProducer,
+        aio.JMSConsumer: jmslike.JMSConsumer,
     }
 
 
@@ -206,13 +217,44 @@ async def _call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dic
     return result
 
 
+#: Per thread: the queue of the listener task a worker thread runs a scenario's listener for.
+_listener_thread = threading.local()
+_Call = tuple[Awaitable[Any], "Future[Any]"]
+
+
 def _in_worker(function: Callable[..., Any], loop: _Loop) -> Callable[..., Coroutine[Any, Any, Any]]:
-    """A scenario's (blocking) listener as a coroutine function that runs it in a worker thread."""
+    """A scenario's (blocking) listener as a coroutine function: it runs in a worker thread, and the bridged
+    calls it makes run in this coroutine's own task (the session's dispatch task), as a jmslike.aio listener's
+    own awaits would, so jmslike.aio sees who is calling (a listener closing its own session is refused, not
+    a deadlock)."""
 
     async def listener(value: Any) -> Any:
         if isinstance(value, Message):
             _blocking_acknowledge(value, loop)
-        return await asyncio.to_thread(function, value)
+        calls: asyncio.Queue[_Call] = asyncio.Queue()
+
+        def in_thread() -> Any:
+            _listener_thread.calls = calls
+            try:
+                return function(value)
+            finally:
+                _listener_thread.calls = None
+
+        worker = asyncio.ensure_future(asyncio.to_thread(in_thread))
+        while True:
+            next_call = asyncio.ensure_future(calls.get())
+            await asyncio.wait({worker, next_call}, return_when=asyncio.FIRST_COMPLETED)
+            if not next_call.done():
+                next_call.cancel()
+                return worker.result()
+            awaitable, done = next_call.result()
+            try:
+                done.set_result(await awaitable)
+            except asyncio.CancelledError as exc:  # the listener's task is cancelled: so is the call
+                done.set_exception(exc)
+                raise
+            except BaseException as exc:  # handed to the listener's thread, which raises it
+                done.set_exception(exc)
 
     return listener
 

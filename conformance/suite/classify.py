@@ -4,7 +4,8 @@ Rules (the suite's contract, also in docs/conformance.md):
 
 * no exception: ``pass``; if the table expected a deviation or unsupported, still ``pass`` with a note
   that starts with :data:`TABLE_EXPECTED` (the run report says once that the table may be stale);
-* ``NotYetInAioException`` (``--api aio``: the scenario needs what ``jmslike.aio`` has not yet):
+* ``NotYetInAioException``, or the JMS 2.0 unchecked form caused by one (``--api aio``: the scenario needs what
+  ``jmslike.aio`` has not yet):
   ``unsupported``, saying so, whatever the table says of the broker;
 * ``UnsupportedFeatureException`` (or its JMS 2.0 unchecked form): ``unsupported`` when the table says
   so, else ``fail``;
@@ -70,7 +71,12 @@ def classify(error: BaseException | None, expectation: Expectation) -> Verdict:
     if isinstance(error, ScenarioSkipped):
         return Verdict("skipped", detail=str(error))
     observed = describe(error)
-    if isinstance(error, NotYetInAioException):  # a gap of the API driven (--api aio), whatever the broker
+    if isinstance(
+        error, NotYetInAioException
+    ) or (  # a gap of the API driven (--api aio), whatever the broker
+        isinstance(error, UnsupportedFeatureRuntimeException)
+        and isinstance(error.__cause__, NotYetInAioException)
+    ):
         return Verdict("unsupported", detail=f"not in jmslike.aio yet -- {observed}")
     if isinstance(error, UnsupportedFeatureException | UnsupportedFeatureRuntimeException):
         if expected == "unsupported":

@@ -5,7 +5,18 @@ no thread on the data path. See docs/aio.md for what it covers today.
 
 from jmslike.aio.connection import Connection, ConnectionFactory
 from jmslike.aio.consumer import MessageConsumer, QueueBrowser
+from jmslike.aio.context import JMSConsumer, JMSContext, JMSProducer
 from jmslike.aio.producer import MessageProducer
 from jmslike.aio.session import Session
 
-__all__ = ["Connection", "ConnectionFactory", "MessageConsumer", "MessageProducer", "QueueBrowser", "Session"]
+__all__ = [
+    "Connection",
+    "ConnectionFactory",
+    "JMSConsumer",
+    "JMSContext",
+    "JMSProducer",
+    "MessageConsumer",
+    "MessageProducer",
+    "QueueBrowser",
+    "Session",
+]

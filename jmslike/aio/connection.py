@@ -7,8 +7,12 @@ against the blocking adapter contract; they run in asyncio's default executor th
 :class:`~jmslike.adapters.async_wire.BlockingView` while the loop keeps serving the wire. So adapters are
 the same for both APIs.
 
-What the threaded Connection does and this one does not yet: reconnecting (a ``reconnect=true`` URL is
-refused here rather than silently ignored); see docs/aio.md for the rest.
+Recovery as in the threaded Connection: with ``?reconnect=true`` one supervisor task reconnects with a bounded
+exponential back-off over every host, with the same client ID, and re-subscribes every open consumer (durable
+subscriptions by the same names) before the new wire becomes the connection's. Meanwhile receives wait, calls
+that talk to the broker wait for it (bounded by the receipt timeout), and what was delivered and not
+acknowledged belongs to the broker again (an open transaction can only roll back). Giving up is reported to
+the ExceptionListener as a ConnectionLostException.
 """
 
 from __future__ import annotations
@@ -24,14 +28,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.connection import Connection as ThreadedConnection
-from jmslike.connection import check_client_id, check_client_id_settable, private_connection
+from jmslike.connection import (
+    check_client_id,
+    check_client_id_settable,
+    context_arguments,
+    private_connection,
+)
 from jmslike.contract import Adapter, SilentConnectRefusal
 from jmslike.delivery_delay import DelayCheck
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
     JMSException,
-    NotYetInAioException,
 )
 from jmslike.failover import open_first_async
 from jmslike.registry import adapter_names, load_adapter
@@ -42,6 +50,7 @@ from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
     from jmslike.aio.consumer import MessageConsumer
+    from jmslike.aio.context import JMSContext
     from jmslike.aio.session import Session
 
 log = logging.getLogger(__name__)
@@ -60,12 +69,6 @@ class ConnectionFactory:
     ) -> None:
         self._config = parse_url(url, known_schemes=adapter_names())
         load_adapter(self._config.scheme)  # fail now, not at createConnection, if the adapter is broken
-        if self._config.reconnect:
-            raise NotYetInAioException(
-                "reconnecting (reconnect=true)",
-                "remove reconnect=true from the URL (and reconnect in the application), or use the threaded API, "
-                "which does",
-            )
         if clientID is not None:
             check_client_id(clientID)
         self._client_id = clientID
@@ -79,6 +82,21 @@ class ConnectionFactory:
         """A new, stopped Connection with these credentials (the URL's when None) and the factory's client ID."""
         config = self._config.with_credentials(userName, password)
         return await Connection.open(config, load_adapter(config.scheme), self._serializers, self._client_id)
+
+    async def createContext(self, *args: Any, **kwargs: Any) -> JMSContext:
+        """JMS 2.0: ``createContext()``, ``createContext(sessionMode)``, ``createContext(userName, password)`` or
+        ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection
+        (:mod:`jmslike.aio.context`)."""
+        from jmslike.aio.context import JMSContext
+        from jmslike.context import SharedConnection
+
+        user, password, mode = context_arguments(args, kwargs)
+        connection = await self.createConnection(user, password)
+        try:
+            return JMSContext(SharedConnection(connection), mode)
+        except BaseException:
+            await connection.close()
+            raise
 
     def __repr__(self) -> str:
         return f"aio.ConnectionFactory({self._config.describe()!r})"
@@ -114,6 +132,10 @@ class Connection:
         self._closing: asyncio.Future[None] | None = None
         self.temporaries = TemporaryDestinations()
         self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
+        self._ready = asyncio.Event()  # clear while a reconnect is under way
+        self._ready.set()
+        self._supervisor: asyncio.Task[None] | None = None
+        self._generation = 0
 
     @classmethod
     async def open(
@@ -238,9 +260,26 @@ class Connection:
 
     @property
     def generation(self) -> int:
-        """Always 0: this connection never reconnects, so what a subscription registry remembers of its
-        client ID never goes stale by a reconnect (:class:`jmslike.catalogue.RegistryOwner`)."""
-        return 0
+        """Incremented on every reconnect (the client ID was free for a while: what a subscription registry
+        remembers of it may be stale, :class:`jmslike.catalogue.RegistryOwner`)."""
+        return self._generation
+
+    @property
+    def ready(self) -> asyncio.Event:
+        """Set while the wire is usable; clear while a reconnect is under way (deliveries wait for it)."""
+        return self._ready
+
+    async def use_wire(self) -> AsyncStompWire:
+        """The open wire; while a reconnect is under way, wait for it (bounded by the receipt timeout) rather
+        than fail, as the threaded connection's ``wire_for_use`` does."""
+        self.check_open()
+        if not self._ready.is_set() and self._failure is None:
+            try:
+                async with asyncio.timeout(self._config.receipt_timeout_ms / 1000):
+                    await self._ready.wait()
+            except TimeoutError:
+                pass  # the wire property says why it cannot be used
+        return self.wire
 
     def remove_session(self, session: Session) -> None:
         if session in self._sessions:
@@ -285,13 +324,25 @@ class Connection:
 
     async def createSession(self, *args: Any, **kwargs: Any) -> Session:
         """``createSession()``, ``createSession(sessionMode)`` or ``createSession(transacted, acknowledgeMode)``."""
+        return self.session_now(session_mode(*args, **kwargs))
+
+    def session_now(self, mode: int) -> Session:
+        """A new session, made without waiting (a JMSContext makes its session on first use, in plain calls)."""
         from jmslike.aio.session import Session
 
         self.check_open()
         self._client_id_locked = True
-        session = Session(self, session_mode(*args, **kwargs))
+        session = Session(self, mode)
         self._sessions.append(session)
         return session
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def in_listener(self) -> bool:
+        """Whether the caller is a listener of one of this connection's sessions (its dispatch task)."""
+        return any(session.in_listener() for session in self._sessions)
 
     async def start(self) -> None:
         """Start (or restart) delivery to this connection's consumers."""
@@ -331,6 +382,8 @@ class Connection:
                 log.warning("closing a session of %s failed: %s", self._config.describe(), exc)
         self._closed = True
         self._started.set()  # wake receivers: they see the connection closed
+        if self._supervisor is not None and not self._supervisor.done():
+            self._supervisor.cancel()  # a reconnect under way: it must not outlive the connection
         if self._wire is not None:
             await self._wire.close()
         # ExceptionListener calls still running are not waited for: one of them may be what closes.
@@ -358,10 +411,65 @@ class Connection:
         task.add_done_callback(self._reports.discard)
 
     def on_lost(self, error: ConnectionLostException) -> None:
-        self._failure = error
+        """From the wire's reader: what was delivered belongs to the broker again; reconnect, or fail for good."""
+        if self._closed:
+            return
+        if not self._config.reconnect:
+            self._failure = error  # before waking receivers, so they raise instead of waiting on
+        self._ready.clear()
         for session in list(self._sessions):
             session.on_connection_lost()
-        self.report(error)
+        if not self._config.reconnect:
+            self.report(error)
+        elif self._supervisor is None or self._supervisor.done():
+            self._supervisor = asyncio.ensure_future(self._reconnect(error))
+
+    async def _reconnect(self, error: ConnectionLostException) -> None:
+        """The one reconnect supervisor: bounded exponential back-off, or give up (module docstring)."""
+        config = self._config
+        delay = config.reconnect_delay_ms / 1000
+        for attempt in range(1, config.reconnect_attempts + 1):
+            if self._closed:
+                return
+            wire: AsyncStompWire | None = None
+            try:
+                wire = await self._open_wire(self._client_id)
+                # Re-subscribe before the wire becomes the connection's: a failed attempt leaves no
+                # half-subscribed wire in use.
+                view = BlockingView(wire, self._loop, self.worker_timeout_s)
+                for consumer in list(self._consumers.values()):
+                    if not consumer.closed:
+                        await self.in_worker(self.adapter.subscribe, view, consumer.spec)
+                if self._closed:  # closed meanwhile: this wire must not outlive the connection
+                    await wire.close(timeout_s=1.0)
+                    return
+                self._wire = wire
+                self._generation += 1
+                self._ready.set()
+                log.info("reconnected to %s after %d attempt(s)", config.describe(), attempt)
+                for session in list(self._sessions):
+                    session.wake()
+                return
+            except asyncio.CancelledError:  # the connection closed under the attempt
+                if wire is not None:
+                    await wire.close(timeout_s=1.0)
+                raise
+            except JMSException as exc:
+                log.info("reconnect attempt %d failed: %s", attempt, exc)
+                if wire is not None:
+                    await wire.close(timeout_s=1.0)
+                    for session in list(self._sessions):
+                        session.on_connection_lost()  # what that wire delivered cannot be acknowledged now
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, config.reconnect_max_delay_ms / 1000)
+        failure = ConnectionLostException(
+            f"gave up reconnecting to {config.describe()} after {config.reconnect_attempts} attempts"
+        )
+        failure.__cause__ = error
+        self._failure = failure
+        for session in list(self._sessions):
+            session.wake()
+        self.report(failure)
 
 
 async def _call_listener(listener: ExceptionListener, error: JMSException) -> None:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from jmslike.consumer import BrowserBase, ConsumerBase, as_listener, browse_spec, browsed_message
 from jmslike.contract import IncomingMessage, SubscriptionSpec
@@ -20,12 +20,15 @@ from jmslike.destinations import Queue
 from jmslike.exceptions import IllegalStateException, JMSException
 from jmslike.messages import Message
 from jmslike.selector import Selector
+from jmslike.subscription_plans import refuse_remove_on_close
 from jmslike.subscriptions import DurableDefinition
 
 if TYPE_CHECKING:
     from jmslike.aio.session import Session
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: A MessageListener: a plain function or a coroutine function, given the Message.
 MessageListener = Callable[[Message], "Awaitable[None] | None"]
@@ -65,6 +68,18 @@ class MessageConsumer(ConsumerBase):
             raise IllegalStateException("receiveNoWait() is not allowed while a MessageListener is set")
         return await self._session.receive_for(self, asyncio.get_running_loop().time())
 
+    async def receive_body(
+        self, c: type[T], timeout_ms: int | None = None, *, no_wait: bool = False
+    ) -> T | None:
+        """JMS 2.0 ``JMSConsumer.receiveBody`` on this consumer: the next message's body as ``c`` (None when the
+        wait ends empty or the message has no body). A body that is not a ``c`` raises MessageFormatException;
+        in AUTO and DUPS_OK mode the message then stays for the next receive."""
+        self.check_receive_body(c, self._listener is not None)
+        now = asyncio.get_running_loop().time()
+        deadline = now if no_wait else (now + timeout_ms / 1000 if timeout_ms else None)
+        message = await self._session.receive_for(self, deadline, body_type=c)
+        return None if message is None else message.getBody(c)
+
     def setMessageListener(self, listener: MessageListener | object | None) -> None:
         """A callable (a coroutine function too) or an object with ``onMessage(message)``; the session runs its
         listeners one message at a time, in a task of its own, while the connection is started."""
@@ -76,10 +91,24 @@ class MessageConsumer(ConsumerBase):
     def getMessageListener(self) -> MessageListener | None:
         return self._listener
 
-    async def close(self) -> None:
+    async def close(self, removeSubscription: bool = False) -> None:
         """Stop delivery; the broker subscription ends now, or once the session settled what this consumer
-        delivered (acknowledge, recover, commit, rollback): JMS lets it acknowledge them after the close."""
+        delivered (acknowledge, recover, commit, rollback): JMS lets it acknowledge them after the close. A
+        durable subscriber's subscription is kept, or deleted with its backlog with ``removeSubscription``
+        (as the threaded TopicSubscriber's)."""
         if self.closed:
+            if removeSubscription:
+                raise IllegalStateException("the subscriber is already closed; use session.unsubscribe(name)")
+            return
+        if removeSubscription:
+            name = refuse_remove_on_close(
+                self.spec.durable_name,
+                own_listener=self._session.delivering_to(self),
+                holds_unacked=self.spec.durable_name is not None
+                and any(s.holds_unacked(self.spec.durable_name) for s in self._session.connection.sessions()),
+            )
+            await self._session.consumer_closed(self, self.inbox.close())
+            await self._session.unsubscribe(name)
             return
         await self._session.consumer_closed(self, self.inbox.close())
         if self.definition is not None:

@@ -35,7 +35,7 @@ from jmslike.adapters.async_wire import AsyncPending
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import build_message, client_accepts, parse_selector
 from jmslike.contract import IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, cumulative
+from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, body_refused, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -387,6 +387,7 @@ class Session(SessionModes, MessageFactoryMethods):
         adapter = connection.adapter
         if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE and adapter.cumulative_client_ack:
             consumer.spec = dataclasses.replace(consumer.spec, cumulative_ack=True)
+        await connection.use_wire()  # a reconnect under way: subscribe on the new wire
         connection.register_consumer(consumer)
         subscribing = asyncio.ensure_future(
             connection.in_worker(adapter.subscribe, connection.blocking_wire(), consumer.spec)
@@ -479,7 +480,8 @@ class Session(SessionModes, MessageFactoryMethods):
             failure = self._connection.failure
             if failure is not None:
                 raise ConnectionLostException(f"cannot receive: {failure}") from failure
-            if self._connection.started.is_set() and consumer.inbox:
+            connection = self._connection
+            if connection.started.is_set() and connection.ready.is_set() and consumer.inbox:
                 return consumer.inbox.take()
             changed = self._changed
             if deadline is None:
@@ -491,8 +493,12 @@ class Session(SessionModes, MessageFactoryMethods):
             if not await _changed_within(changed, remaining):
                 return None
 
-    async def receive_for(self, consumer: MessageConsumer, deadline: float | None) -> Message | None:
-        """The next message of ``consumer`` (None when ``deadline``, loop time, passes or it is closed)."""
+    async def receive_for(
+        self, consumer: MessageConsumer, deadline: float | None, body_type: type[Any] | None = None
+    ) -> Message | None:
+        """The next message of ``consumer`` (None when ``deadline``, loop time, passes or it is closed). With
+        ``body_type`` (JMS 2.0 ``receiveBody``) a body that cannot be returned as that type raises
+        MessageFormatException: in AUTO and DUPS_OK mode the message stays in place, as in the threaded API."""
         while True:
             pending = await self._take(consumer, deadline)
             if pending is None:
@@ -501,6 +507,12 @@ class Session(SessionModes, MessageFactoryMethods):
             message = self._deliver(consumer, pending)
             if message is None:
                 continue
+            if body_type is not None and not message.isBodyAssignableTo(body_type):
+                auto = self._mode in _ACK_ON_DELIVERY
+                if auto:
+                    consumer.inbox.put_back(pending)
+                    self.wake()
+                raise body_refused(message, body_type, left_in_place=auto)
             if self._mode in _ACK_ON_DELIVERY:
                 self._ack_now(pending)
             return message
@@ -620,7 +632,7 @@ class Session(SessionModes, MessageFactoryMethods):
         batch = [p for p in batch if not p.incoming.local]
         if not batch:
             return
-        wire = self._connection.wire
+        wire = await self._connection.use_wire()
         adapter = self._connection.adapter
         for pending in batch[:-1]:
             await wire.post(adapter.ack_frame(pending.incoming, transaction))
@@ -661,7 +673,8 @@ class Session(SessionModes, MessageFactoryMethods):
             )
         if self._tx is None:
             tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
-            await self._connection.wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
+            wire = await self._connection.use_wire()
+            await wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
             self._tx = tx
         return self._tx
 
@@ -697,7 +710,7 @@ class Session(SessionModes, MessageFactoryMethods):
             # cancelled) starts the next one.
             self._tx = None
             self._deferred = []
-            wire = self._connection.wire
+            wire = await self._connection.use_wire()
             if acks_in_transaction:
                 for _, pending in consumed:
                     if not pending.incoming.local:
@@ -782,7 +795,7 @@ class Session(SessionModes, MessageFactoryMethods):
         connection = self._connection
         tx = await self._transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, tx)
-        wire = connection.wire
+        wire = await connection.use_wire()
         if tx is not None and not connection.adapter.transactional_send_receipts:
             # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
             self._deferred.append(await wire.submit(frame, None))
@@ -848,7 +861,10 @@ class Session(SessionModes, MessageFactoryMethods):
         self,
     ) -> tuple[MessageConsumer, Callable[[Message], Awaitable[None] | None]] | None:
         """Round robin over consumers with a listener and a message, so none starves another."""
-        if self._stopping or not self._connection.started.is_set() or self._connection.failure is not None:
+        connection = self._connection
+        if self._stopping or not connection.started.is_set() or not connection.ready.is_set():
+            return None
+        if connection.failure is not None:
             return None
         count = len(self._consumers)
         for step in range(count):
@@ -930,6 +946,10 @@ class Session(SessionModes, MessageFactoryMethods):
             return
         while self._dispatching:
             await self._changed.wait()
+
+    def delivering_to(self, consumer: MessageConsumer) -> bool:
+        """Whether this session's listener is running on a message of ``consumer`` now."""
+        return self._current is not None and self._current[0] is consumer
 
     def in_listener(self) -> bool:
         """Whether the caller is one of this session's listeners."""

@@ -208,3 +208,30 @@ def test_shared_consumers_in_two_connections_share_the_messages(broker: Any, url
 
     with expected("shared-subscriptions", broker.kind):
         run(body)
+
+
+def test_close_removing_the_subscription_deletes_it_with_its_backlog(broker: Any, url: str) -> None:
+    topic_name, client_id = unique("t"), unique("c")
+
+    async def body() -> None:
+        async with await open_connection(broker, url, client_id) as owner:
+            session = await owner.createSession(Session.AUTO_ACKNOWLEDGE)
+            topic = session.createTopic(topic_name)
+            subscriber = await session.createDurableSubscriber(topic, "gone")
+            async with await open_connection(broker, url) as publisher:
+                await publish(publisher, topic_name, ["one"])
+                assert await texts_of(subscriber) == ["one"]
+                await subscriber.close(removeSubscription=True)
+                with pytest.raises(IllegalStateException, match="already closed"):
+                    await subscriber.close(removeSubscription=True)
+                with pytest.raises(InvalidDestinationException):
+                    await session.resumeDurableSubscriber("gone")
+                await publish(publisher, topic_name, ["after"])
+            fresh = await session.createDurableSubscriber(topic, "gone")
+            assert await texts_of(fresh, QUIET_MS) == [], "a new subscription, without the old one's messages"
+            plain = await session.createConsumer(topic)
+            with pytest.raises(IllegalStateException, match="needs a durable subscriber"):
+                await plain.close(removeSubscription=True)
+            await fresh.close(removeSubscription=True)
+
+    run(body)

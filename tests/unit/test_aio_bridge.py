@@ -3,6 +3,8 @@ calls a gap of jmslike.aio, and what it leaves the scenario's own error."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from jmslike import NotYetInAioException, aio
@@ -11,9 +13,17 @@ from jmslike.messages import TextMessage
 
 
 def test_arguments_only_the_threaded_api_takes_are_a_gap_of_jmslike_aio() -> None:
-    consumer = object.__new__(aio.MessageConsumer)
-    with pytest.raises(NotYetInAioException, match=r"MessageConsumer.close\(removeSubscription=\)"):
-        aio_bridge._check_arguments(consumer, "close", consumer.close, (), {"removeSubscription": True})
+    session = object.__new__(aio.Session)
+    with pytest.raises(
+        NotYetInAioException, match=r"Session\.createDurableSubscriber\(_, _, inactiveSelector=\)"
+    ):
+        aio_bridge._check_arguments(
+            session,
+            "createDurableSubscriber",
+            session.createDurableSubscriber,
+            ("t", "n"),
+            {"inactiveSelector": "a"},
+        )
 
 
 def test_arguments_neither_api_takes_stay_a_type_error() -> None:
@@ -28,9 +38,9 @@ def test_arguments_jmslike_aio_takes_pass() -> None:
 
 
 def test_a_missing_method_is_a_gap_of_jmslike_aio() -> None:
-    factory = aio_bridge.Bridged(object.__new__(aio.ConnectionFactory), aio_bridge._the_loop())
-    with pytest.raises(NotYetInAioException, match=r"ConnectionFactory\.createContext"):
-        factory.createContext()
+    session = aio_bridge.Bridged(object.__new__(aio.Session), aio_bridge._the_loop())
+    with pytest.raises(NotYetInAioException, match=r"Session\.createSender"):
+        session.createSender()
 
 
 def test_acknowledge_of_a_bridged_message_waits_on_the_loop_once() -> None:
@@ -46,3 +56,26 @@ def test_acknowledge_of_a_bridged_message_waits_on_the_loop_once() -> None:
     aio_bridge._blocking_acknowledge(message, loop)  # bridged twice: still one acknowledgement per call
     assert message.acknowledge() is None
     assert calls == ["acknowledged"]
+
+
+def test_a_listener_s_bridged_calls_run_in_the_listener_s_own_task() -> None:
+    """What lets jmslike.aio tell that a listener is calling (it refuses a listener closing its own session)."""
+    loop = aio_bridge._the_loop()
+    seen: list[object] = []
+
+    async def who_calls() -> str:
+        seen.append(asyncio.current_task())
+        return "answered"
+
+    def scenario_listener(message: object) -> str:
+        return loop.run(who_calls())  # a blocking bridged call, from the listener's worker thread
+
+    listener = aio_bridge._in_worker(scenario_listener, loop)
+
+    async def dispatch() -> tuple[object, object]:
+        result = await listener("m")
+        return result, asyncio.current_task()
+
+    result, dispatch_task = asyncio.run_coroutine_threadsafe(dispatch(), loop.loop).result(10)
+    assert result == "answered"
+    assert seen == [dispatch_task]

@@ -198,6 +198,11 @@ def test_a_gap_of_jmslike_aio_is_unsupported_whatever_the_table_says_of_the_brok
     for expectation in (Expectation(), Expectation("deviation", "broker X drops it")):
         verdict = classify(NotYetInAioException("reconnecting"), expectation)
         assert verdict.outcome == "unsupported" and "not in jmslike.aio yet" in verdict.detail
+    from jmslike.exceptions import runtime_exception
+
+    unchecked = runtime_exception(NotYetInAioException("JMSProducer.setAsync"))
+    unchecked.__cause__ = NotYetInAioException("JMSProducer.setAsync")
+    assert classify(unchecked, Expectation()).outcome == "unsupported"
     # A scenario check that failed while aio lacked something is still the scenario's failure.
     assert classify(AssertionError("lost"), Expectation()).outcome == "fail"
 
