@@ -114,15 +114,24 @@ class SharedConnection(Generic[C]):
             return self._users == 0
 
 
-class ContextBase(SessionModes):
-    """What a ``javax.jms.JMSContext`` is in every API: its session mode, autoStart, and the calls that make
-    destinations and messages (no broker round trip). The rest is the API's (:class:`JMSContext`,
-    ``jmslike.aio``'s)."""
+class ContextBase(SessionModes, Generic[C]):
+    """What a ``javax.jms.JMSContext`` is in every API: the connection it shares with its siblings, its session
+    mode, autoStart, and the calls that make destinations and messages (no broker round trip). The rest is the
+    API's (:class:`JMSContext`, ``jmslike.aio``'s)."""
 
-    def __init__(self, sessionMode: int) -> None:
+    def __init__(self, shared: SharedConnection[C], sessionMode: int) -> None:
         self._mode = check_session_mode(sessionMode)
         self._auto_start = True
         self._closed = False
+        shared.join()
+        self._shared = shared
+        self._connection: C = shared.connection
+
+    @unchecked
+    def createContext(self, sessionMode: int) -> Self:
+        """A new context with its own session on this context's connection (JMS 2.0)."""
+        self._check_open()
+        return type(self)(self._shared, check_session_mode(sessionMode))
 
     def _check_open(self) -> None:
         if self._closed:
@@ -197,15 +206,12 @@ class ContextBase(SessionModes):
         return self._messages().createObjectMessage(obj, serializer)
 
 
-class JMSContext(ContextBase):
+class JMSContext(ContextBase["Connection"]):
     """``javax.jms.JMSContext``: a connection and a session; see the module docstring for its rules."""
 
     def __init__(self, shared: SharedConnection[Connection], sessionMode: int) -> None:
         """Made by ``ConnectionFactory.createContext`` or ``JMSContext.createContext``, not directly."""
-        super().__init__(sessionMode)
-        shared.join()
-        self._shared = shared
-        self._connection = shared.connection
+        super().__init__(shared, sessionMode)
         self._session: Session | None = None
         self._producer: MessageProducer | None = None
 
@@ -233,12 +239,6 @@ class JMSContext(ContextBase):
         return JMSConsumer(consumer)
 
     # -- connection-level calls -----------------------------------------------------------------------
-
-    @unchecked
-    def createContext(self, sessionMode: int) -> JMSContext:
-        """A new context with its own session on this context's connection (JMS 2.0)."""
-        self._check_open()
-        return JMSContext(self._shared, check_session_mode(sessionMode))
 
     @unchecked
     def getClientID(self) -> str | None:

@@ -23,7 +23,6 @@ from jmslike.context import ContextBase, JMSProducerBase, SharedConnection, unch
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import IllegalStateException, NotYetInAioException
 from jmslike.messages import Message
-from jmslike.session_mode import check_session_mode
 
 if TYPE_CHECKING:
     from jmslike.aio.connection import Connection, ExceptionListener
@@ -35,15 +34,12 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class JMSContext(ContextBase):
+class JMSContext(ContextBase["Connection"]):
     """``javax.jms.JMSContext`` on the event loop: ``async with await factory.createContext() as context``."""
 
     def __init__(self, shared: SharedConnection[Connection], sessionMode: int) -> None:
         """Made by ``await ConnectionFactory.createContext()`` or ``JMSContext.createContext``, not directly."""
-        super().__init__(sessionMode)
-        shared.join()
-        self._shared = shared
-        self._connection = shared.connection
+        super().__init__(shared, sessionMode)
         self._session: Session | None = None
         self._producer: MessageProducer | None = None
 
@@ -64,12 +60,6 @@ class JMSContext(ContextBase):
         return JMSConsumer(consumer)
 
     # -- connection-level calls -------------------------------------------------------------------------
-
-    @unchecked
-    def createContext(self, sessionMode: int) -> JMSContext:
-        """A new context with its own session on this context's connection (JMS 2.0)."""
-        self._check_open()
-        return JMSContext(self._shared, check_session_mode(sessionMode))
 
     @unchecked
     def getClientID(self) -> str | None:
