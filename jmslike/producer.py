@@ -16,6 +16,7 @@ message's own delivery mode, priority and expiration are overwritten by the prod
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from jmslike.constants import DeliveryMode
@@ -31,6 +32,7 @@ from jmslike.messages import Message
 from jmslike.producer_settings import ProducerSettings
 
 if TYPE_CHECKING:
+    from jmslike.contract import Frame, PendingReceipt, Wire
     from jmslike.session import Session
 
 log = logging.getLogger(__name__)
@@ -144,14 +146,16 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             # This broker answers a transactional SEND only after COMMIT (on RabbitMQ: when the publish is
             # confirmed), so the receipt is awaited by commit(), which must not return before the
             # committed messages are safe.
+            ticket = session.completion_ticket() if listener is not None else -1
+
             def settled(error: JMSException | None) -> None:  # receiver thread
                 if listener is not None:
                     if error is None:
-                        session.run_task(lambda: listener.onCompletion(message))
+                        session.complete(ticket, lambda: listener.onCompletion(message))
                     else:
-                        session.run_task(lambda: listener.onException(message, error))
+                        session.complete(ticket, lambda: listener.onException(message, error))
 
-            session.defer_receipt(wire.submit(frame, settled))
+            session.defer_receipt(_submitted(wire, frame, settled, session, ticket))
             return
         unwaited = (
             listener is None
@@ -164,6 +168,7 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             return
         size = len(frame.body)
         session.acquire_send_slot(size)
+        ticket = session.completion_ticket() if listener is not None else -1
 
         def done(error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
             if listener is None:
@@ -174,12 +179,29 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
                     self.note_failed_send(error)
                     connection.report(error)
             elif error is None:
-                session.release_send_slot(size, lambda: listener.onCompletion(message))
+                session.release_send_slot(size, lambda: listener.onCompletion(message), ticket)
             else:
-                session.release_send_slot(size, lambda: listener.onException(message, error))
+                session.release_send_slot(size, lambda: listener.onException(message, error), ticket)
 
         try:
-            wire.submit(frame, done)
+            _submitted(wire, frame, done, session, ticket)
         except JMSException:
             session.release_send_slot(size)
             raise
+
+
+def _submitted(
+    wire: Wire, frame: Frame, settled: Callable[[JMSException | None], None], session: Session, ticket: int
+) -> PendingReceipt:
+    """Hand ``frame`` to the wire; a send that fails here raises to its caller, and its place in the completion
+    order is given up (nothing waits behind it)."""
+    try:
+        return wire.submit(frame, settled)
+    except BaseException:
+        if ticket >= 0:
+            session.complete(ticket, _nothing)
+        raise
+
+
+def _nothing() -> None:
+    """The place of a send that raised to its caller, in the completion order: nothing to call."""

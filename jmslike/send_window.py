@@ -13,8 +13,38 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Generic, TypeVar
 
 from jmslike.exceptions import JMSException
+
+T = TypeVar("T")
+
+
+class CompletionOrder(Generic[T]):
+    """JMS 2.0 §7.3.8: the completion callbacks of a session's asynchronous sends run in the order of the sends,
+    whatever order the broker's receipts arrive in (Artemis 2.21 answers PERSISTENT sends out of order: a
+    receipt waits for the journal, a later send's may not). Each send takes a ticket; a settled one is held
+    until every earlier ticket is settled. Pure state, under the session's lock or on its loop."""
+
+    def __init__(self) -> None:
+        self._issued = 0
+        self._next = 0
+        self._settled: dict[int, T] = {}
+
+    def ticket(self) -> int:
+        """The place of a send in this session's order, taken before its frame is written."""
+        ticket = self._issued
+        self._issued += 1
+        return ticket
+
+    def settle(self, ticket: int, callback: T) -> list[T]:
+        """``ticket``'s send is settled with ``callback``: the callbacks that may run now, in send order."""
+        self._settled[ticket] = callback
+        ready: list[T] = []
+        while self._next in self._settled:
+            ready.append(self._settled.pop(self._next))
+            self._next += 1
+        return ready
 
 
 class SendPlaces:

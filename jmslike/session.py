@@ -47,7 +47,7 @@ from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import (
     Message,
 )
-from jmslike.send_window import SendWindow
+from jmslike.send_window import CompletionOrder, SendWindow
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
@@ -90,6 +90,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         self._closed = False
         self._dispatcher: threading.Thread | None = None
         self._tasks: deque[Callable[[], None]] = deque()
+        self._completions: CompletionOrder[Callable[[], None]] = CompletionOrder()  # callbacks in send order
         self._busy = False
         self._in_callback = False  # the dispatch thread is running a completion callback (not a listener)
         # DUPS_OK on a cumulative subscription: per consumer, deliveries consumed since its last ACK and
@@ -874,16 +875,31 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         window (jmslike.send_window)."""
         self._window.acquire(size)
 
-    def release_send_slot(self, size: int, then: Callable[[], None] | None = None) -> None:
-        """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback) is queued
-        for the dispatch thread in the same pass under the lock: this runs once per send."""
+    def completion_ticket(self) -> int:
+        """The place of an asynchronous send with a CompletionListener in this session's send order."""
         with self._cond:
-            self._window.release(size)
-            if then is not None and self._closed:
+            return self._completions.ticket()
+
+    def complete(self, ticket: int, then: Callable[[], None]) -> None:
+        """Receiver thread: the send of ``ticket`` is settled; its callback is queued for the dispatch thread
+        once every earlier send's is (JMS 2.0 §7.3.8: callbacks in send order, whatever order receipts come
+        in; Artemis answers PERSISTENT sends out of order)."""
+        with self._cond:
+            ready = self._completions.settle(ticket, then)
+            if ready and self._closed:
                 # close() gave up waiting (receipt timeout) and returned: JMS allows no callback after that.
                 log.warning("a send settled after its session was closed; its completion callback is not run")
-            elif then is not None:
-                self.run_task(then)  # inside this pass: the lock is re-entrant
+                return
+            for task in ready:
+                self.run_task(task)  # inside this pass: the lock is re-entrant
+
+    def release_send_slot(self, size: int, then: Callable[[], None] | None = None, ticket: int = -1) -> None:
+        """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback, with its
+        ``ticket``) is queued in the same pass under the lock: this runs once per send."""
+        with self._cond:
+            self._window.release(size)
+            if then is not None:
+                self.complete(ticket, then)
             self._cond.notify_all()
 
     def settle_sends(self) -> bool:

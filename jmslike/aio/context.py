@@ -9,9 +9,9 @@ own listener (it would wait for itself).
 
 What is awaited: whatever talks to the broker (``await context.createConsumer(...)``, ``await
 producer.send(destination, body)``, ``await consumer.receiveBody(str, 1000)``, ``commit``, ``close``...);
-settings, ``createQueue``/``createTopic`` and ``create*Message`` are plain calls. ``JMSProducer.setAsync``
-(a CompletionListener) is not in jmslike.aio yet: ``asyncio.create_task(producer.send(...))`` is the
-asynchronous send.
+settings, ``createQueue``/``createTopic`` and ``create*Message`` are plain calls. With ``JMSProducer.setAsync``
+(a CompletionListener, whose methods may be coroutine functions) ``send`` returns once the message is written
+and the listener runs in the context's session task.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from jmslike.context import ContextBase, JMSProducerBase, SharedConnection, unchecked, unchecked_async
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
-from jmslike.exceptions import IllegalStateException, NotYetInAioException
+from jmslike.exceptions import IllegalStateException
 from jmslike.messages import Message
 
 if TYPE_CHECKING:
@@ -227,6 +227,7 @@ class JMSContext(ContextBase["Connection"]):
         destination: Destination,
         message: Message,
         settings: tuple[int, int, int],
+        listener: CompletionListener | None,
         disable: tuple[bool, bool],
         delivery_delay: int,
     ) -> None:
@@ -237,12 +238,13 @@ class JMSContext(ContextBase["Connection"]):
         producer.setDeliveryDelay(delivery_delay)
         producer.setDisableMessageID(disable[0])
         producer.setDisableMessageTimestamp(disable[1])
-        await producer.send(destination, message, *settings)
+        await producer.send(destination, message, *settings, completionListener=listener)
 
 
 class JMSProducer(JMSProducerBase):
-    """``javax.jms.JMSProducer`` on the event loop: fluent settings (plain calls, as in the threaded API), then
-    ``await producer.send(destination, body)`` (the body rules: :class:`jmslike.context.JMSProducerBase`)."""
+    """``javax.jms.JMSProducer`` on the event loop: fluent settings (plain calls, as in the threaded API, ``setAsync``
+    included), then ``await producer.send(destination, body)`` (the body rules:
+    :class:`jmslike.context.JMSProducerBase`)."""
 
     def __init__(self, context: JMSContext) -> None:
         super().__init__()
@@ -254,19 +256,8 @@ class JMSProducer(JMSProducerBase):
         once the broker has it, as ``MessageProducer.send`` does."""
         message = self.message_for(destination, body, self._context)
         await self._context.send_with(
-            destination, message, self.send_settings, self.disabled, self._delivery_delay
+            destination, message, self.send_settings, self._async, self.disabled, self._delivery_delay
         )
-        return self
-
-    @unchecked
-    def setAsync(self, completionListener: CompletionListener | None) -> Self:
-        """Not in jmslike.aio yet: ``asyncio.create_task(producer.send(destination, body))`` sends without
-        waiting. ``setAsync(None)`` is accepted (sends wait, as they do)."""
-        if completionListener is not None:
-            raise NotYetInAioException(
-                "JMSProducer.setAsync (CompletionListener)",
-                "await the send, or run it as a task: asyncio.create_task(producer.send(destination, body))",
-            )
         return self
 
 

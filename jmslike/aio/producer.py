@@ -15,6 +15,7 @@ from jmslike.producer_settings import ProducerSettings
 
 if TYPE_CHECKING:
     from jmslike.aio.session import Session
+    from jmslike.producer import CompletionListener
 
 log = logging.getLogger(__name__)
 
@@ -32,11 +33,13 @@ class MessageProducer(ProducerSettings):
             raise IllegalStateException("the producer is closed")
         self._session.check_open()
 
-    async def send(self, *args: Any) -> None:
+    async def send(self, *args: Any, completionListener: CompletionListener | None = None) -> None:
         """``await send(message[, deliveryMode, priority, timeToLive])`` or, for a producer created without a
         destination, ``await send(destination, message[, ...])``. PERSISTENT and transacted sends return once
         the broker has the message; a NON_PERSISTENT one outside a transaction once it is written (module
-        docstring of jmslike.aio.session)."""
+        docstring of jmslike.aio.session). With ``completionListener`` (JMS 2.0 asynchronous send) it returns
+        once written, and the listener's ``onCompletion(message)`` or ``onException(message, exception)`` (plain
+        or coroutine functions) runs in the session's dispatch task, in send order."""
         self.check_open()
         self.raise_failed_send()
         destination, message, mode, priority, ttl = self.resolve_send(args)
@@ -50,11 +53,12 @@ class MessageProducer(ProducerSettings):
         outgoing = self._outgoing(
             message, destination, mode, priority, ttl, delay, connection.adapter, connection.connection_id
         )
-        await self._session.send(self, outgoing)
+        await self._session.send(self, outgoing, message, completionListener)
 
     async def close(self) -> None:
         """Close once the session's unwaited sends are confirmed (bounded by the receipt timeout); raise the
         error of one the broker refused that no call reported yet (the producer is closed all the same)."""
+        self._session.refuse_in_callback("close() of a producer")
         if not self._closed and not await self._session.settle_sends():
             log.warning("closing a producer whose asynchronous sends are still unconfirmed")
         error = self.close_quietly()

@@ -27,14 +27,15 @@ import dataclasses
 import inspect
 import itertools
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from jmslike.adapters.async_wire import AsyncPending
+from jmslike.adapters.async_wire import AsyncPending, AsyncStompWire
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import build_message, client_accepts, parse_selector
-from jmslike.contract import IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
+from jmslike.contract import Frame, IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, body_refused, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
@@ -50,7 +51,7 @@ from jmslike.exceptions import (
 )
 from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import Message
-from jmslike.send_window import SendPlaces
+from jmslike.send_window import CompletionOrder, SendPlaces
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from jmslike.aio.connection import Connection
     from jmslike.aio.consumer import MessageConsumer, QueueBrowser
     from jmslike.aio.producer import MessageProducer
+    from jmslike.producer import CompletionListener
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +114,9 @@ class Session(SessionModes, MessageFactoryMethods):
         self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
         self._close_task: asyncio.Future[None] | None = None
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
+        self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
+        self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
+        self._in_callback = False  # the dispatch task is running a completion callback
 
     # -- properties and factories ------------------------------------------------------------------------
 
@@ -681,13 +686,14 @@ class Session(SessionModes, MessageFactoryMethods):
     async def commit(self) -> None:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
         (ConnectionLostException for a loss) when the outcome is unknown."""
-        await self._run_to_end(self._commit())
+        self.refuse_in_callback("commit()")
+        await self._run_to_end(self._commit(self._on_dispatcher()))
 
-    async def _commit(self) -> None:
+    async def _commit(self, mine: bool) -> None:
         self.check_open()
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
-        if not await self.settle_sends():
+        if not await self.settle_sends(mine):
             raise JMSException(
                 "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
                 "was not committed; call rollback() and send again"
@@ -759,13 +765,14 @@ class Session(SessionModes, MessageFactoryMethods):
 
     async def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
-        await self._run_to_end(self._rollback())
+        self.refuse_in_callback("rollback()")
+        await self._run_to_end(self._rollback(self._on_dispatcher()))
 
-    async def _rollback(self) -> None:
+    async def _rollback(self, mine: bool) -> None:
         self.check_open()
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
-        await self.settle_sends()
+        await self.settle_sends(mine)
         await self._rollback_local(redeliver=True)
 
     async def _rollback_local(self, redeliver: bool, tx: str | None = None) -> None:
@@ -790,17 +797,31 @@ class Session(SessionModes, MessageFactoryMethods):
 
     # -- sending --------------------------------------------------------------------------------------------
 
-    async def send(self, producer: MessageProducer, outgoing: OutgoingMessage) -> None:
-        """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring)."""
+    async def send(
+        self,
+        producer: MessageProducer,
+        outgoing: OutgoingMessage,
+        message: Message,
+        listener: CompletionListener | None = None,
+    ) -> None:
+        """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring); with a
+        CompletionListener (JMS 2.0) return once written, and run the listener with the outcome, in send order,
+        in this session's dispatch task."""
         connection = self._connection
         tx = await self._transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, tx)
         wire = await connection.use_wire()
         if tx is not None and not connection.adapter.transactional_send_receipts:
             # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
-            self._deferred.append(await wire.submit(frame, None))
+            ticket = self._ticket(listener)
+
+            def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader
+                if listener is not None:
+                    self._complete(ticket, _completion(listener, message, error))
+
+            self._deferred.append(await self._submit(wire, frame, after_commit, ticket))
             return
-        if (
+        if listener is None and (
             tx is not None
             or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
             or connection.config.force_sync_send
@@ -813,17 +834,39 @@ class Session(SessionModes, MessageFactoryMethods):
         def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
             self._places.release(size)
             self.wake()
-            if isinstance(error, ConnectionLostException):
+            if listener is not None:
+                self._complete(ticket, _completion(listener, message, error))
+            elif isinstance(error, ConnectionLostException):
                 producer.note_lost_send(error)
             elif error is not None:
                 producer.note_failed_send(error)
                 connection.report(error)
 
+        ticket = self._ticket(listener)
         try:
-            await wire.submit(frame, settled)
+            await self._submit(wire, frame, settled, ticket)
         except JMSException:
             self._places.release(size)
             self.wake()
+            raise
+
+    def _ticket(self, listener: CompletionListener | None) -> int:
+        return self._completions.ticket() if listener is not None else -1
+
+    async def _submit(
+        self,
+        wire: AsyncStompWire,
+        frame: Frame,
+        settled: Callable[[JMSException | None], None],
+        ticket: int,
+    ) -> AsyncPending:
+        """Hand ``frame`` to the wire; a send that fails here raises to its caller, and its place in the
+        completion order is given up (nothing waits behind it)."""
+        try:
+            return await wire.submit(frame, settled)
+        except BaseException:
+            if ticket >= 0:
+                self._complete(ticket, _nothing)
             raise
 
     async def _take_place(self, size: int) -> None:
@@ -837,20 +880,60 @@ class Session(SessionModes, MessageFactoryMethods):
             if not await _changed_within(changed, remaining):
                 raise self._places.stalled()
 
-    async def settle_sends(self) -> bool:
-        """Wait (at most the receipt timeout) until every unwaited send is answered; False if some is not."""
+    async def settle_sends(self, mine: bool | None = None) -> bool:
+        """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this session
+        is settled and its completion callback has returned. Bounded by the receipt timeout: False when sends
+        were still unconfirmed then. Called by this session's listener (one that commits), the queued callbacks
+        run here, since they would otherwise wait behind it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
-        while self._places.busy:
+        if mine is None:
+            mine = self._on_dispatcher()
+        while True:
+            while mine and self._tasks:
+                await self._run_callback(self._tasks.popleft())
+            if not (self._places.busy or self._tasks or (self._in_callback and not mine)):
+                return True
             changed = self._changed
             remaining = deadline - loop.time()
-            if remaining <= 0:
+            if remaining <= 0 or not await _changed_within(changed, remaining):
+                log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
                 return False
-            if not await _changed_within(changed, remaining):
-                return False
-        return True
 
-    # -- listeners ------------------------------------------------------------------------------------------
+    def _complete(self, ticket: int, callback: Callable[[], Awaitable[None] | None]) -> None:
+        """A send with a CompletionListener is settled: its callback runs after those of earlier sends."""
+        for ready in self._completions.settle(ticket, callback):
+            self.run_task(ready)
+
+    def run_task(self, task: Callable[[], Awaitable[None] | None]) -> None:
+        """Run ``task`` (a completion callback) in this session's dispatch task, after those queued before it;
+        after close none runs (close waited for them, bounded by the receipt timeout)."""
+        if self._closed:
+            log.warning("a send settled after its session was closed; its completion callback is not run")
+            return
+        self._tasks.append(task)
+        self.ensure_dispatcher()
+
+    async def _run_callback(self, task: Callable[[], Awaitable[None] | None]) -> None:
+        self._in_callback = True
+        try:
+            result = task()
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:  # the application's callback: reported, never raised into jmslike
+            self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
+        finally:
+            self._in_callback = False
+            self.wake()
+
+    def refuse_in_callback(self, action: str) -> None:
+        """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that would
+        wait for the callback itself)."""
+        if self._in_callback and self._on_dispatcher():
+            raise IllegalStateException(
+                f"{action} may not be called from a CompletionListener of this session (it would wait for that "
+                "callback to return); do it from another task"
+            )
 
     def ensure_dispatcher(self) -> None:
         if self._dispatcher is None or self._dispatcher.done():
@@ -878,6 +961,13 @@ class Session(SessionModes, MessageFactoryMethods):
     async def _dispatch_loop(self) -> None:
         while not self._closed:
             changed = self._changed
+            if self._tasks:
+                self._dispatching = True
+                try:
+                    await self._run_callback(self._tasks.popleft())
+                finally:
+                    self._dispatching = False
+                continue
             found = self._next_for_listener()
             if found is None:
                 await changed.wait()
@@ -1011,6 +1101,7 @@ class Session(SessionModes, MessageFactoryMethods):
         unacknowledged goes back to the broker). A listener may not close its own session."""
         if self._closed:
             return
+        self.refuse_in_callback("close()")
         if self._on_dispatcher():
             raise IllegalStateException(
                 "a MessageListener may not close its own session (close waits for it)"
@@ -1104,3 +1195,17 @@ def _retrieved(task: asyncio.Future[None]) -> None:
     """The close's outcome reaches every caller that awaits it; one that was cancelled leaves it here."""
     if not task.cancelled() and task.exception() is not None:
         log.debug("session close failed: %s", task.exception())
+
+
+def _completion(
+    listener: CompletionListener, message: Message, error: JMSException | None
+) -> Callable[[], Awaitable[None] | None]:
+    """The callback of one asynchronous send: ``onCompletion`` or ``onException`` (either may be a coroutine
+    function)."""
+    if error is None:
+        return lambda: listener.onCompletion(message)
+    return lambda: listener.onException(message, error)
+
+
+def _nothing() -> None:
+    """The place of a send that raised to its caller, in the completion order: nothing to call."""

@@ -675,3 +675,35 @@ def test_giving_up_reconnecting_reaches_the_exception_listener_and_receive(
                 await consumer.receive(1000)
 
     run(body)
+
+
+def test_a_completion_listener_may_not_close_or_commit_its_own_session(broker: Any, url: str) -> None:
+    """JMS 2.0 §7.3.8: it would wait for itself. The callback hears IllegalStateException; the session goes on."""
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue(name("q")))
+            refusals: asyncio.Future[list[BaseException]] = asyncio.get_running_loop().create_future()
+
+            class Listener:
+                async def onCompletion(self, message: Message) -> None:
+                    seen: list[BaseException] = []
+                    for call in (session.commit, session.rollback, session.close, producer.close):
+                        try:
+                            await call()
+                        except IllegalStateException as exc:
+                            seen.append(exc)
+                    refusals.set_result(seen)
+
+                def onException(self, message: Message, exception: BaseException) -> None:
+                    refusals.set_exception(exception)
+
+            await producer.send(session.createTextMessage("m"), completionListener=Listener())
+            await session.commit()  # waits for the callback (on RabbitMQ the receipt comes with the commit)
+            seen = await refusals
+            assert len(seen) == 4 and all("CompletionListener" in str(e) for e in seen), seen
+            await producer.send(session.createTextMessage("after"))
+            await session.commit()
+
+    run(body)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from jmslike.exceptions import JMSException
-from jmslike.send_window import SendWindow
+from jmslike.send_window import CompletionOrder, SendWindow
 
 
 def window(count: int, byte_limit: int, timeout_s: float = 5.0) -> tuple[SendWindow, threading.Condition]:
@@ -67,3 +69,16 @@ def test_a_zero_count_is_one() -> None:
     win.acquire(1)
     with pytest.raises(JMSException):
         win.acquire(1)
+
+
+@given(st.permutations(list(range(12))))
+def test_completions_come_out_in_send_order_whatever_order_receipts_come_in(order: list[int]) -> None:
+    completions: CompletionOrder[int] = CompletionOrder()
+    tickets = [completions.ticket() for _ in range(12)]
+    released: list[int] = []
+    for index in order:
+        ready = completions.settle(tickets[index], index)
+        assert ready == sorted(ready), "a batch of ready callbacks is in send order"
+        released.extend(ready)
+        assert released == list(range(len(released))), "nothing runs before every earlier send settled"
+    assert released == list(range(12))
