@@ -506,6 +506,9 @@ class Connection(ConnectionDomainMethods):
         finally:
             with self._lock:
                 self._supervising = False
+                lost_again = not self._closed and self._failed is None and not self.wire.is_open
+        if lost_again:  # lost between installing the new wire and here: on_lost saw a supervisor running
+            self.on_lost(ConnectionLostException("the connection was lost again right after reconnecting"))
 
     def _reconnect(self, error: ConnectionLostException) -> None:
         delay = self._config.reconnect_delay_ms / 1000
@@ -517,13 +520,20 @@ class Connection(ConnectionDomainMethods):
                 wire = self._open_wire(self._client_id)
                 # Re-subscribe on the new wire before it becomes the connection's: no lock is held across
                 # receipts, and a failed attempt leaves no half-subscribed wire in use.
+                subscribed = []
                 for consumer in list(self._consumers.values()):
                     if not consumer.closed:
                         self.adapter.subscribe(wire, consumer.spec)
+                        subscribed.append(consumer)
+                for consumer in subscribed:  # closed meanwhile: its detach found no wire to unsubscribe on
+                    if consumer.closed and self.subscriber_for(consumer.spec.sub_id) is not consumer:
+                        self.adapter.detach(wire, consumer.spec, list)
                 with self._lock:
                     if self._closed:  # closed meanwhile: this wire must not outlive the connection
                         wire.close(timeout_s=1.0)
                         return
+                    if not wire.is_open:  # lost after its last receipt: the router ignored it, not ours yet
+                        raise ConnectionLostException("the new connection was lost while re-subscribing")
                     self.wire = wire
                     self._generation += 1
                 self._ready.set()
@@ -531,7 +541,7 @@ class Connection(ConnectionDomainMethods):
                 for session in list(self._sessions):
                     session.wake_waiters()
                 return
-            except JMSException as exc:
+            except Exception as exc:  # an adapter's own failure too: the supervisor must not die of it
                 log.info("reconnect attempt %d failed: %s", attempt, exc)
                 if wire is not None:
                     wire.close(timeout_s=1.0)

@@ -30,6 +30,7 @@ from jmslike.exceptions import (
 )
 from jmslike.messages import Message
 from jmslike.producer_settings import ProducerSettings
+from jmslike.send_window import settle_once
 
 if TYPE_CHECKING:
     from jmslike.contract import Frame, PendingReceipt, Wire
@@ -136,8 +137,8 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             from jmslike import retained
 
             retained.publish(session, outgoing)
-            if listener is not None:
-                session.run_task(lambda: listener.onCompletion(message))
+            if listener is not None:  # after the callbacks of earlier sends (JMS 2.0 §7.3.8)
+                session.complete(session.completion_ticket(), lambda: listener.onCompletion(message))
             return
         transaction = session.transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, transaction)
@@ -155,7 +156,10 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
                     else:
                         session.complete(ticket, lambda: listener.onException(message, error))
 
-            session.defer_receipt(_submitted(wire, frame, settled, session, ticket))
+            settle = settle_once(settled)
+            session.defer_receipt(
+                _submitted(wire, frame, settle, session, ticket), settle if listener is not None else None
+            )
             return
         unwaited = (
             listener is None

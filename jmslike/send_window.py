@@ -13,11 +13,30 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 from jmslike.exceptions import JMSException
 
 T = TypeVar("T")
+
+
+def settle_once(settled: Callable[[JMSException | None], None]) -> Callable[[JMSException | None], None]:
+    """``settled`` called at most once, whoever calls first: the wire with the broker's answer, or the session
+    giving up a send the broker will never answer (a rolled-back transaction's, on a broker that answers
+    transactional sends only at COMMIT)."""
+    lock = threading.Lock()
+    done = False
+
+    def once(error: JMSException | None) -> None:
+        nonlocal done
+        with lock:
+            if done:
+                return
+            done = True
+        settled(error)
+
+    return once
 
 
 class CompletionOrder(Generic[T]):

@@ -56,7 +56,7 @@ from jmslike.subscription_plans import (
     of_durable_subscription,
     unsubscribe_refusal,
 )
-from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
+from jmslike.transaction_outcomes import abandon_sends, commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -83,6 +83,9 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
         self._deferred_receipts: list[PendingReceipt] = []  # transactional sends answered only after COMMIT
+        self._deferred_abandon: list[
+            Callable[[JMSException | None], None]
+        ] = []  # their callbacks, if rolled back
         self._after_commit: list[Callable[[], None]] = []  # work that needs the transaction committed
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._stopping = False  # close() under way: no more listener deliveries
@@ -614,9 +617,15 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         """Run ``task`` once the open transaction committed (dropped if it rolls back)."""
         self._after_commit.append(task)
 
-    def defer_receipt(self, pending: PendingReceipt) -> None:
-        """Remember a transactional send whose receipt the broker sends only after COMMIT."""
-        self._deferred_receipts.append(pending)
+    def defer_receipt(
+        self, pending: PendingReceipt, abandon: Callable[[JMSException | None], None] | None = None
+    ) -> None:
+        """Remember a transactional send whose receipt the broker sends only after COMMIT; ``abandon`` (its
+        completion, called at most once) hears of a rollback, since the broker then never answers it."""
+        with self._cond:
+            self._deferred_receipts.append(pending)
+            if abandon is not None:
+                self._deferred_abandon.append(abandon)
 
     def _await_deferred_receipts(self, pending: list[PendingReceipt]) -> None:
         """After COMMIT: wait until the broker confirmed every message of the transaction. ``pending`` was
@@ -705,6 +714,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
             self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
             self._tx = None
             self._deferred_receipts = []
+            self._deferred_abandon = []  # answered by their receipts, or by the lost wire
             self._rollback_only = None
             if in_doubt:
                 self._after_commit = []
@@ -723,7 +733,9 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         """ABORT the broker transaction (its sends vanish) and hand consumed messages back locally."""
         tx, self._tx = self._tx, None
         self._rollback_only = None
-        self._deferred_receipts = []  # aborted sends are never answered
+        self._deferred_receipts = []  # aborted sends are never answered: their callbacks hear so below
+        with self._cond:
+            abandoned, self._deferred_abandon = self._deferred_abandon, []
         self._after_commit = []
         if tx is not None:
             try:
@@ -732,6 +744,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
                 )
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+        abandon_sends(abandoned)
         with self._cond:
             batch, self._unacked = self._unacked, []
             if not redeliver:  # closing: they go back to the broker when their consumers detach
@@ -965,6 +978,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
             self._orphans = {}
             self._lazy_acks = {}
             self._deferred_receipts = []
+            self._deferred_abandon = []  # the lost wire answers them (ConnectionLostException)
             self._epoch += 1
             self._tx = None
             self._cond.notify_all()

@@ -9,7 +9,9 @@ raise these same exceptions.
 
 from __future__ import annotations
 
-from jmslike.exceptions import ConnectionLostException, JMSException
+from collections.abc import Callable
+
+from jmslike.exceptions import ConnectionLostException, JMSException, TransactionRolledBackException
 
 
 def commit_lost() -> ConnectionLostException:
@@ -50,3 +52,14 @@ def deferred_receipt_error(answered: bool, error: JMSException | None) -> JMSExc
         return None
     raised.__cause__ = error
     return raised
+
+
+def abandon_sends(settles: list[Callable[[JMSException | None], None]]) -> None:
+    """A transaction rolled back before the broker answered its sends (RabbitMQ answers them only at COMMIT):
+    answer them now, so their completion callbacks run (onException) and no later callback waits behind them."""
+    for settle in settles:
+        settle(
+            TransactionRolledBackException(
+                "the transaction was rolled back before the broker confirmed this send; it was discarded"
+            )
+        )

@@ -437,12 +437,20 @@ class Connection:
                 # Re-subscribe before the wire becomes the connection's: a failed attempt leaves no
                 # half-subscribed wire in use.
                 view = BlockingView(wire, self._loop, self.worker_timeout_s)
+                subscribed = []
                 for consumer in list(self._consumers.values()):
                     if not consumer.closed:
                         await self.in_worker(self.adapter.subscribe, view, consumer.spec)
+                        subscribed.append(consumer)
+                for consumer in subscribed:  # closed meanwhile: its detach found no wire to unsubscribe on
+                    if consumer.closed and self.subscriber_for(consumer.spec.sub_id) is not consumer:
+                        await self.in_worker(self.adapter.detach, view, consumer.spec, list)
                 if self._closed:  # closed meanwhile: this wire must not outlive the connection
                     await wire.close(timeout_s=1.0)
                     return
+                if not wire.is_open:  # lost after its last receipt: the router ignored it, not ours yet
+                    raise ConnectionLostException("the new connection was lost while re-subscribing")
+                # No await from here on: nothing can happen between installing the wire and returning.
                 self._wire = wire
                 self._generation += 1
                 self._ready.set()
@@ -454,7 +462,7 @@ class Connection:
                 if wire is not None:
                     await wire.close(timeout_s=1.0)
                 raise
-            except JMSException as exc:
+            except Exception as exc:  # an adapter's own failure too: the supervisor must not die of it
                 log.info("reconnect attempt %d failed: %s", attempt, exc)
                 if wire is not None:
                     await wire.close(timeout_s=1.0)

@@ -16,6 +16,7 @@ and the listener runs in the context's session task.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -42,6 +43,7 @@ class JMSContext(ContextBase["Connection"]):
         super().__init__(shared, sessionMode)
         self._session: Session | None = None
         self._producer: MessageProducer | None = None
+        self._closing: asyncio.Future[None] | None = None
 
     # -- the session behind the context -------------------------------------------------------------------
 
@@ -108,6 +110,8 @@ class JMSContext(ContextBase["Connection"]):
         """Close the session (rolling back an open transaction); the connection too when this was the last
         context on it. Idempotent. Refused from the context's own listener."""
         if self._closed:
+            if self._closing is not None:
+                await asyncio.shield(self._closing)  # a second close waits for the first
             return
         session = self._session
         if session is not None and session.in_listener():
@@ -121,10 +125,16 @@ class JMSContext(ContextBase["Connection"]):
                 "(closing the connection waits for its listeners); close it from another task"
             )
         self._closed = True
-        if session is not None:
-            await session.close()
-        if self._shared.leave():
-            await self._connection.close()
+        self._closing = asyncio.ensure_future(self._close_now(session))
+        await asyncio.shield(self._closing)  # a cancelled caller does not stop it: the connection must close
+
+    async def _close_now(self, session: Session | None) -> None:
+        try:
+            if session is not None:
+                await session.close()
+        finally:
+            if self._shared.leave():
+                await self._connection.close()
 
     async def __aenter__(self) -> JMSContext:
         return self

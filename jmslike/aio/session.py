@@ -51,7 +51,7 @@ from jmslike.exceptions import (
 )
 from jmslike.message_factory import MessageFactoryMethods
 from jmslike.messages import Message
-from jmslike.send_window import CompletionOrder, SendPlaces
+from jmslike.send_window import CompletionOrder, SendPlaces, settle_once
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
@@ -65,7 +65,7 @@ from jmslike.subscription_plans import (
     unsubscribe_refusal,
 )
 from jmslike.subscriptions import DurableDefinition
-from jmslike.transaction_outcomes import commit_in_doubt, commit_lost, deferred_receipt_error
+from jmslike.transaction_outcomes import abandon_sends, commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
     from jmslike.aio.connection import Connection
@@ -98,6 +98,9 @@ class Session(SessionModes, MessageFactoryMethods):
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
         self._deferred: list[AsyncPending] = []  # transactional sends the broker answers only after COMMIT
+        self._deferred_abandon: list[
+            Callable[[JMSException | None], None]
+        ] = []  # their callbacks, if rolled back
         self._rollback_only: str | None = None
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
@@ -701,6 +704,7 @@ class Session(SessionModes, MessageFactoryMethods):
         rollback_only, tx, epoch = self._rollback_only, self._tx, self._epoch
         consumed = list(self._unacked)
         deferred = list(self._deferred)
+        abandon = list(self._deferred_abandon)
         if rollback_only is not None:
             await self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
@@ -716,6 +720,7 @@ class Session(SessionModes, MessageFactoryMethods):
             # cancelled) starts the next one.
             self._tx = None
             self._deferred = []
+            self._deferred_abandon = []
             wire = await self._connection.use_wire()
             if acks_in_transaction:
                 for _, pending in consumed:
@@ -725,6 +730,7 @@ class Session(SessionModes, MessageFactoryMethods):
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
             await self._rollback_local(redeliver=True, tx=tx)
+            abandon_sends(abandon)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         try:
             await wire.request(adapter.transaction_frame("COMMIT", tx))
@@ -736,9 +742,11 @@ class Session(SessionModes, MessageFactoryMethods):
             raise commit_in_doubt() from exc
         except JMSException as exc:
             await self._rollback_local(redeliver=True, tx=tx)
+            abandon_sends(abandon)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         await self._forget_transaction(consumed)
         await self._await_deferred(deferred)
+        await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
         if not acks_in_transaction:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
             # flagged redelivered (at-least-once for consumption on such brokers).
@@ -781,12 +789,14 @@ class Session(SessionModes, MessageFactoryMethods):
         if tx is None:
             tx, self._tx = self._tx, None
         self._rollback_only = None
-        self._deferred = []  # aborted sends are never answered
+        self._deferred = []  # aborted sends are never answered: their callbacks hear so below
+        abandoned, self._deferred_abandon = self._deferred_abandon, []
         if tx is not None and self._connection.failure is None:
             try:
                 await self._connection.wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+        abandon_sends(abandoned)
         batch, self._unacked = self._unacked, []
         if redeliver:
             self._redeliver_locally(batch)
@@ -819,7 +829,10 @@ class Session(SessionModes, MessageFactoryMethods):
                 if listener is not None:
                     self._complete(ticket, _completion(listener, message, error))
 
-            self._deferred.append(await self._submit(wire, frame, after_commit, ticket))
+            settle = settle_once(after_commit)
+            self._deferred.append(await self._submit(wire, frame, settle, ticket))
+            if listener is not None:
+                self._deferred_abandon.append(settle)
             return
         if listener is None and (
             tx is not None
@@ -843,12 +856,12 @@ class Session(SessionModes, MessageFactoryMethods):
                 connection.report(error)
 
         ticket = self._ticket(listener)
-        try:
-            await self._submit(wire, frame, settled, ticket)
-        except JMSException:
+
+        def unsent() -> None:
             self._places.release(size)
             self.wake()
-            raise
+
+        await self._submit(wire, frame, settled, ticket, unsent)
 
     def _ticket(self, listener: CompletionListener | None) -> int:
         return self._completions.ticket() if listener is not None else -1
@@ -859,15 +872,22 @@ class Session(SessionModes, MessageFactoryMethods):
         frame: Frame,
         settled: Callable[[JMSException | None], None],
         ticket: int,
+        unsent: Callable[[], None] | None = None,
     ) -> AsyncPending:
-        """Hand ``frame`` to the wire; a send that fails here raises to its caller, and its place in the
-        completion order is given up (nothing waits behind it)."""
-        try:
-            return await wire.submit(frame, settled)
-        except BaseException:
-            if ticket >= 0:
-                self._complete(ticket, _nothing)
-            raise
+        """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
+        way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
+        its place in the completion order up (nothing waits behind it) and calls ``unsent``."""
+        submitting = asyncio.ensure_future(wire.submit(frame, settled))
+
+        def failed(done: asyncio.Future[AsyncPending]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                if ticket >= 0:
+                    self._complete(ticket, _nothing)
+                if unsent is not None:
+                    unsent()
+
+        submitting.add_done_callback(failed)
+        return await asyncio.shield(submitting)
 
     async def _take_place(self, size: int) -> None:
         loop = asyncio.get_running_loop()
@@ -1154,6 +1174,7 @@ class Session(SessionModes, MessageFactoryMethods):
         self._closing = []
         self._orphans = {}
         self._deferred = []
+        self._deferred_abandon = []  # the lost wire answers them (ConnectionLostException)
         self._epoch += 1
         self._tx = None
         self.wake()

@@ -707,3 +707,32 @@ def test_a_completion_listener_may_not_close_or_commit_its_own_session(broker: A
             await session.commit()
 
     run(body)
+
+
+def test_a_rolled_back_asynchronous_send_does_not_hold_back_later_completions(broker: Any, url: str) -> None:
+    """RabbitMQ answers a transactional SEND only at COMMIT, so an aborted one is never answered: its callback
+    hears of the rollback, and the next transaction's callbacks still run (they waited behind it before)."""
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue(name("q")))
+            outcomes: list[tuple[str, str]] = []
+
+            class Listener:
+                def onCompletion(self, message: Message) -> None:
+                    outcomes.append(("completed", text(message) or ""))
+
+                def onException(self, message: Message, exception: JMSException) -> None:
+                    outcomes.append((type(exception).__name__, text(message) or ""))
+
+            await producer.send(session.createTextMessage("rolled back"), completionListener=Listener())
+            await session.rollback()
+            await producer.send(session.createTextMessage("committed"), completionListener=Listener())
+            await session.commit()
+            await session.close()  # every callback has run once close returns
+            assert [body for _, body in outcomes] == ["rolled back", "committed"], outcomes
+            assert outcomes[0][0] in ("completed", "TransactionRolledBackException"), outcomes
+            assert outcomes[1][0] == "completed", outcomes
+
+    run(body)

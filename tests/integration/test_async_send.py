@@ -156,3 +156,24 @@ class _Recorder:
 
     def onException(self, message: Any, exception: JMSException) -> None:
         self.completed.append(f"failed: {exception}")
+
+
+def test_a_rolled_back_asynchronous_send_does_not_hold_back_later_completions(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """RabbitMQ answers a transactional SEND only at COMMIT, so an aborted one is never answered: its callback
+    hears of the rollback, and the next transaction's callbacks still run (they waited behind it before)."""
+    session = connect().createSession(True, Session.SESSION_TRANSACTED)
+    producer = session.createProducer(session.createQueue(unique_name))
+    listener = _Recorder()
+    producer.send(session.createTextMessage("rolled back"), completionListener=listener)
+    session.rollback()
+    producer.send(session.createTextMessage("committed"), completionListener=listener)
+    session.commit()
+    session.close()  # every callback has run once close returns
+    assert len(listener.completed) == 2, listener.completed
+    assert listener.completed[0] in (
+        "rolled back",
+        "failed: the transaction was rolled back before the broker confirmed this send; it was discarded",
+    ), listener.completed
+    assert listener.completed[1] == "committed", listener.completed
