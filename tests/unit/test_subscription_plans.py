@@ -53,6 +53,7 @@ def test_a_durable_plan_combines_the_selectors_and_records_the_application_s_own
         no_local=True,
         inactive_selector="JMSPriority > 4",
         expiry_ms=5000,
+        created_ms=plan.definition.created_ms,  # the clock's, when the plan was made
     )
     assert plan.application_selector is not None and plan.application_selector.text == "region = 'EU'"
     assert plan.selector is not None and plan.spec.selector == plan.selector.render()
