@@ -32,6 +32,8 @@ from jmslike.contract import Adapter, IncomingMessage, SubscriptionRegistry, Sub
 from jmslike.destinations import Topic
 from jmslike.exceptions import InvalidDestinationException, JMSException
 from jmslike.subscription_plans import (
+    DurablePlan,
+    companion_spec,
     no_shared_one,
     plan_durable,
     refuse_remove_on_close,
@@ -116,7 +118,7 @@ def create(
     session.attach(subscriber)
     try:
         if plan.inactive is not None:
-            _attach_companion(session, subscriber, plan.application_selector)
+            _attach_companion(session, subscriber, plan)
         if registry is not None:
             registry.attached(plan.definition)
     except BaseException:
@@ -125,17 +127,10 @@ def create(
     return subscriber
 
 
-def _attach_companion(session: Session, owner: TopicSubscriber, parsed: selectors.Selector | None) -> None:
+def _attach_companion(session: Session, owner: TopicSubscriber, plan: DurablePlan) -> None:
     connection = session.connection
-    spec = SubscriptionSpec(
-        sub_id=connection.next_sub_id(),
-        destination=owner.spec.destination,
-        selector=parsed.render() if parsed is not None else None,
-        no_local=owner.spec.no_local,
-        client_id=owner.spec.client_id,
-        prefetch=connection.config.prefetch,
-    )
-    companion = CompanionConsumer(session, spec, parsed, owner)
+    spec = companion_spec(plan, connection.next_sub_id(), connection.config.prefetch)
+    companion = CompanionConsumer(session, spec, plan.application_selector, owner)
     connection.register_consumer(companion)
     try:
         connection.adapter.subscribe(connection.wire_for_use(), spec)

@@ -277,3 +277,17 @@ def plan_shared(
         shared_durable=durable,
     )
     return spec, parsed
+
+
+def companion_spec(plan: DurablePlan, sub_id: str, prefetch: int) -> SubscriptionSpec:
+    """The non-durable companion of a persistence-filtered subscription (jmslike.subscriptions): the topic with
+    the application's own selector, delivering through its owner what the durable subscription does not keep."""
+    application = plan.application_selector
+    return SubscriptionSpec(
+        sub_id=sub_id,
+        destination=plan.spec.destination,
+        selector=application.render() if application is not None else None,
+        no_local=plan.spec.no_local,
+        client_id=plan.spec.client_id,
+        prefetch=prefetch,
+    )

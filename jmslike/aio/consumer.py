@@ -13,7 +13,15 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from jmslike.consumer import BrowserBase, ConsumerBase, as_listener, browse_spec, browsed_message
+from jmslike.consumer import (
+    BrowserBase,
+    ConsumerBase,
+    as_listener,
+    browse_spec,
+    browsed_message,
+    client_accepts,
+    selector_value,
+)
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
 from jmslike.destinations import Queue
@@ -21,7 +29,7 @@ from jmslike.exceptions import IllegalStateException, JMSException
 from jmslike.messages import Message
 from jmslike.selector import Selector
 from jmslike.subscription_plans import refuse_remove_on_close
-from jmslike.subscriptions import DurableDefinition
+from jmslike.subscriptions import DurableDefinition, companion_accepts
 
 if TYPE_CHECKING:
     from jmslike.aio.session import Session
@@ -49,6 +57,8 @@ class MessageConsumer(ConsumerBase):
         self._listener: MessageListener | None = None
         #: A durable subscriber's record (jmslike.subscriptions), kept up to date when it closes.
         self.definition = definition
+        #: A persistence-filtered subscriber's companion subscription (it delivers through this one).
+        self.companion: CompanionConsumer | None = None
 
     # -- JMS API --------------------------------------------------------------------------------------------
 
@@ -79,6 +89,17 @@ class MessageConsumer(ConsumerBase):
         deadline = now if no_wait else (now + timeout_ms / 1000 if timeout_ms else None)
         message = await self._session.receive_for(self, deadline, body_type=c)
         return None if message is None else message.getBody(c)
+
+    def getMessageSelector(self) -> str | None:
+        """The application's selector (a persistence-filtered subscription's inactive selector is apart)."""
+        if self.definition is not None:
+            self.check_open()
+            return self.definition.selector
+        return super().getMessageSelector()
+
+    def getInactiveSelector(self) -> str | None:
+        """MQ extra: the selector of what is kept while no subscriber is attached (None = everything)."""
+        return self.definition.inactive_selector if self.definition is not None else None
 
     def setMessageListener(self, listener: MessageListener | object | None) -> None:
         """A callable (a coroutine function too) or an object with ``onMessage(message)``; the session runs its
@@ -146,6 +167,20 @@ class MessageConsumer(ConsumerBase):
     def enqueue(self, incoming: IncomingMessage) -> None:
         """A MESSAGE frame for this subscription (from the wire's reader, on the loop)."""
         self._session.enqueue(self, incoming)
+
+    def accepts(self, incoming: IncomingMessage) -> bool:
+        """Client-side selector and noLocal where the broker cannot filter; a companion's message by its rule."""
+        companion = self.companion
+        if companion is not None and incoming.sub_id == companion.spec.sub_id:
+            return companion.accepts(incoming)
+        connection = self._session.connection
+        return client_accepts(
+            incoming,
+            connection.adapter,
+            connection.connection_id,
+            no_local=self.client_no_local,
+            selector=self.client_selector,
+        )
 
     def stop_taking(self) -> list[Pending]:
         """Closed with its session: take no more, and give back what was buffered."""
@@ -241,3 +276,28 @@ class _BrowseSink:
                     f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not end it"
                 ) from None
         return self._items.popleft() if self._items else None
+
+
+class CompanionConsumer(MessageConsumer):
+    """The non-durable half of a persistence-filtered subscription: it delivers, through its owner, the messages
+    the durable subscription does not keep (the inactive selector not TRUE), as the threaded API's does."""
+
+    def __init__(
+        self,
+        session: Session,
+        spec: SubscriptionSpec,
+        selector: Selector | None,
+        owner: MessageConsumer,
+        inactive: Selector,
+    ) -> None:
+        super().__init__(session, spec, selector)
+        self._owner = owner
+        self._inactive = inactive
+
+    def enqueue(self, incoming: IncomingMessage) -> None:
+        self._session.enqueue(self._owner, incoming)
+
+    def accepts(self, incoming: IncomingMessage) -> bool:
+        if not super().accepts(incoming):
+            return False
+        return companion_accepts(self._inactive, lambda name: selector_value(incoming, name))

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.adapters.async_wire import AsyncPending, AsyncStompWire
 from jmslike.constants import AcknowledgeMode, DeliveryMode
-from jmslike.consumer import build_message, client_accepts, parse_selector
+from jmslike.consumer import build_message, parse_selector
 from jmslike.contract import Frame, IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, body_refused, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -55,8 +55,10 @@ from jmslike.send_window import CompletionOrder, SendPlaces, settle_once
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
+    DurablePlan,
     check_durable,
     check_subscription_name,
+    companion_spec,
     of_durable_subscription,
     open_durable_names,
     open_shared_durable_names,
@@ -190,16 +192,18 @@ class Session(SessionModes, MessageFactoryMethods):
         messageSelector: str | None = None,
         noLocal: bool = False,
         *,
+        inactiveSelector: str | None = None,
         expiry_ms: int = 0,
     ) -> MessageConsumer:
         """A consumer of the durable subscription ``name`` of this client ID on ``topic``, created on the broker
-        if it does not exist (changed topic or selector: replaced, as JMS says). ``expiry_ms``: removed after
-        that long without a consumer (docs/subscriptions.md). Persistence-filtered and on-request-only
-        subscriptions are the threaded API's for now."""
+        if it does not exist (changed topic or selector: replaced, as JMS says). MQ extras, as in the threaded
+        API: ``inactiveSelector`` keeps only matching messages while no subscriber is attached, ``expiry_ms``
+        removes the subscription after that long without one (docs/subscriptions.md). Subscriptions on request
+        only (retained publications) are the threaded API's for now."""
         self.check_open()
         client_id, name = self._check_durable(topic, name)
         return await self._durable(
-            topic, client_id, name, messageSelector, noLocal, expiry_ms, resuming=False
+            topic, client_id, name, messageSelector, noLocal, inactiveSelector, expiry_ms, resuming=False
         )
 
     async def createDurableConsumer(
@@ -220,9 +224,9 @@ class Session(SessionModes, MessageFactoryMethods):
         definition = await connection.in_worker(
             lambda: durable_subscriptions.recorded(registry_for(connection), client_id, name)
         )
-        if definition.inactive_selector is not None or definition.on_request_only:
+        if definition.on_request_only:
             raise NotYetInAioException(
-                "persistence-filtered and on-request-only durable subscriptions",
+                "durable subscriptions on request only (retained publications)",
                 f"durable subscription {name!r} is one; resume it with the threaded API",
             )
         return await self._durable(
@@ -231,6 +235,7 @@ class Session(SessionModes, MessageFactoryMethods):
             name,
             definition.selector,
             definition.no_local,
+            definition.inactive_selector,
             definition.expiry_ms,
             resuming=True,
         )
@@ -242,6 +247,7 @@ class Session(SessionModes, MessageFactoryMethods):
         name: str,
         selector: str | None,
         no_local: bool,
+        inactive_selector: str | None,
         expiry_ms: int,
         *,
         resuming: bool,
@@ -262,6 +268,7 @@ class Session(SessionModes, MessageFactoryMethods):
             name=name,
             selector=selector,
             no_local=no_local,
+            inactive_selector=inactive_selector,
             expiry_ms=expiry_ms,
         )
         wire = connection.blocking_wire()
@@ -279,13 +286,32 @@ class Session(SessionModes, MessageFactoryMethods):
         registry = await connection.in_worker(registry_ready)
         consumer = MessageConsumer(self, plan.spec, plan.selector, plan.definition)
         await self._attach(consumer)
-        if registry is not None:
-            try:
+        try:
+            if plan.inactive is not None:
+                await self._attach_companion(consumer, plan)
+            if registry is not None:
                 await connection.in_worker(registry.attached, plan.definition)
-            except BaseException:
-                await consumer.close()
-                raise
+        except BaseException:
+            await consumer.close()
+            raise
         return consumer
+
+    async def _attach_companion(self, owner: MessageConsumer, plan: DurablePlan) -> None:
+        """A persistence-filtered subscription's non-durable companion (jmslike.subscriptions): subscribed
+        like the threaded API's, delivering through ``owner``; it is no consumer of this session's own."""
+        from jmslike.aio.consumer import CompanionConsumer
+
+        connection = self._connection
+        assert plan.inactive is not None
+        spec = companion_spec(plan, connection.next_sub_id(), connection.config.prefetch)
+        companion = CompanionConsumer(self, spec, plan.application_selector, owner, plan.inactive)
+        connection.register_consumer(companion)
+        try:
+            await connection.in_worker(connection.adapter.subscribe, connection.blocking_wire(), spec)
+        except BaseException:
+            connection.unregister_consumer(companion)
+            raise
+        owner.companion = companion
 
     def _check_durable(self, topic: Topic | None, name: str) -> tuple[str, str]:
         """The threaded API's checks (subscription_plans): the client ID and the checked name."""
@@ -529,13 +555,7 @@ class Session(SessionModes, MessageFactoryMethods):
         """A pending delivery as a Message, or dropped (expired, or not for this subscription) with its ack."""
         incoming = pending.incoming
         connection = self._connection
-        if incoming.expired() or not client_accepts(
-            incoming,
-            connection.adapter,
-            connection.connection_id,
-            no_local=consumer.client_no_local,
-            selector=consumer.client_selector,
-        ):
+        if incoming.expired() or not consumer.accepts(incoming):
             self._drop(consumer, pending)
             return None
         message = build_message(
@@ -1115,6 +1135,10 @@ class Session(SessionModes, MessageFactoryMethods):
                 log.debug("detach of %s failed: %s", consumer.spec.sub_id, exc)
         connection.unregister_consumer(consumer)
         self._orphans.pop(consumer, None)
+        companion, consumer.companion = consumer.companion, None
+        if companion is not None:  # it delivered through its owner, and ends with it
+            companion.stop_taking()
+            await self._detach(companion)
 
     async def close(self) -> None:
         """Close: unwaited sends settled, an open transaction rolled back, consumers detached (what they hold

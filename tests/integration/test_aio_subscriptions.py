@@ -12,10 +12,12 @@ import pytest
 from expectations import expected
 
 from jmslike import ConnectionFactory as ThreadedFactory
+from jmslike import DeliveryMode
 from jmslike.aio import Connection, ConnectionFactory, MessageConsumer, Session
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
 from jmslike.messages import TextMessage
 
+PERSISTENT, NON_PERSISTENT = DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT
 DEADLINE_S = 60.0
 RECEIVE_MS = 10_000
 QUIET_MS = 500
@@ -233,5 +235,43 @@ def test_close_removing_the_subscription_deletes_it_with_its_backlog(broker: Any
             with pytest.raises(IllegalStateException, match="needs a durable subscriber"):
                 await plain.close(removeSubscription=True)
             await fresh.close(removeSubscription=True)
+
+    run(body)
+
+
+def test_a_persistence_filter_delivers_everything_while_attached_and_keeps_only_what_it_selects_while_away(
+    broker: Any, url: str
+) -> None:
+    """The threaded API's persistence filter (jmslike.subscriptions): a durable subscription selecting
+    (S) AND (I), and a non-durable companion delivering, through the subscriber, what I does not keep."""
+    topic_name, client_id = unique("t"), unique("c")
+    persistent = "JMSDeliveryMode = 'PERSISTENT'"
+
+    async def send(publisher: Connection, texts: list[tuple[str, int]]) -> None:
+        session = await publisher.createSession(Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createTopic(topic_name))
+        for body, mode in texts:
+            await producer.send(session.createTextMessage(body), mode, 4, 0)
+        await session.close()
+
+    async def body() -> None:
+        async with (
+            await open_connection(broker, url, client_id) as owner,
+            await open_connection(broker, url) as publisher,
+        ):
+            session = await owner.createSession(Session.AUTO_ACKNOWLEDGE)
+            topic = session.createTopic(topic_name)
+            subscriber = await session.createDurableSubscriber(topic, "filtered", inactiveSelector=persistent)
+            assert subscriber.getMessageSelector() is None and subscriber.getInactiveSelector() == persistent
+            await send(publisher, [("c-p1", PERSISTENT), ("c-np1", NON_PERSISTENT), ("c-p2", PERSISTENT)])
+            got = await texts_of(subscriber)
+            assert sorted(got) == ["c-np1", "c-p1", "c-p2"], "everything while attached, exactly once"
+            assert [t for t in got if "-p" in t] == ["c-p1", "c-p2"], "in order within each stream"
+            await subscriber.close()
+            await send(publisher, [("a-p1", PERSISTENT), ("a-np1", NON_PERSISTENT), ("a-p2", PERSISTENT)])
+            resumed = await session.resumeDurableSubscriber("filtered")
+            assert resumed.getInactiveSelector() == persistent, "the record keeps the filter"
+            assert await texts_of(resumed) == ["a-p1", "a-p2"], "only what the filter keeps, while away"
+            await resumed.close(removeSubscription=True)
 
     run(body)
