@@ -483,7 +483,10 @@ def test_activemq_config_hooks_take_effect(broker_kind: BrokerKind, process_laun
         assert (broker.user, broker.password) == ("alice", "alice-pw")
         assert stomp_probe(broker.host, broker.port, login="alice", passcode="alice-pw").ready
         refused = stomp_probe(broker.host, broker.port, login="alice", passcode="wrong")
-        assert not refused.ready and "ERROR" in refused.detail
+        # ActiveMQ refuses with an ERROR frame, or now and then closes without one (its ERROR races the close:
+        # raw control python -m jmslike.conformance.activemq_connect_refusal, contract.SilentConnectRefusal).
+        assert not refused.ready
+        assert "ERROR" in refused.detail or refused.detail == "connection closed before any reply to CONNECT"
 
 
 def test_external_handle_on_a_running_broker(broker: BrokerHandle) -> None:
