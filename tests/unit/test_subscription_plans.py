@@ -18,6 +18,7 @@ from jmslike.registry import load_adapter
 from jmslike.subscription_plans import (
     check_durable_topic,
     check_subscription_name,
+    companion_spec,
     of_durable_subscription,
     plan_durable,
     plan_shared,
@@ -142,3 +143,27 @@ def test_a_spec_belongs_to_a_durable_subscription_by_its_durable_or_shared_durab
     assert of_durable_subscription(SubscriptionSpec("2", topic, shared_name="n", shared_durable=True), "n")
     assert not of_durable_subscription(SubscriptionSpec("3", topic, shared_name="n"), "n")
     assert not of_durable_subscription(SubscriptionSpec("4", topic, durable_name="m"), "n")
+
+
+def test_the_companion_selects_the_application_s_own_selector_on_the_same_topic() -> None:
+    plan = plan_durable(
+        ARTEMIS,
+        parse_url("artemis://localhost:61613"),
+        sub_id="s-1",
+        client_id="c",
+        topic=Topic("orders"),
+        name="kept",
+        selector="region = 'EU'",
+        no_local=True,
+        inactive_selector="JMSPriority > 4",
+    )
+    spec = companion_spec(plan, "s-2", 9)
+    assert (spec.sub_id, spec.destination, spec.no_local, spec.client_id, spec.prefetch) == (
+        "s-2",
+        Topic("orders"),
+        True,
+        "c",
+        9,
+    )
+    assert plan.application_selector is not None and spec.selector == plan.application_selector.render()
+    assert spec.durable_name is None and not spec.shared_name, "a non-durable subscription of its own"
