@@ -12,11 +12,13 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aio_support
 import pytest
+from aio_support import open_connection
 from expectations import expected
 
 from jmslike import DeliveryMode
-from jmslike.aio import Connection, ConnectionFactory, Session
+from jmslike.aio import ConnectionFactory, Session
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -32,26 +34,11 @@ RECEIVE_MS = 10_000
 
 
 def run(body: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(DEADLINE_S):
-            await body()
-
-    asyncio.run(bounded())
+    aio_support.run(body, DEADLINE_S)
 
 
 def name(kind: str) -> str:
     return f"aio-{kind}-{uuid.uuid4().hex[:8]}"
-
-
-async def open_connection(
-    broker: Any, url: str, client_id: str | None = None, start: bool = True
-) -> Connection:
-    connection = await ConnectionFactory(url, clientID=client_id).createConnection(
-        broker.user, broker.password
-    )
-    if start:
-        await connection.start()
-    return connection
 
 
 def text(message: Message | None) -> str | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from aio_support import run
 
 from jmslike import DeliveryMode
 from jmslike import JMSContext as ThreadedContext
@@ -19,16 +19,7 @@ from jmslike.exceptions import (
 )
 from jmslike.messages import Message
 
-DEADLINE_S = 60.0
 RECEIVE_MS = 10_000
-
-
-def run(body: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(DEADLINE_S):
-            await body()
-
-    asyncio.run(bounded())
 
 
 def unique(kind: str) -> str:

@@ -3,44 +3,26 @@ plan, jmslike/subscription_plans.py), awaited, and one set of records for both A
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from aio_support import open_connection, run
 from expectations import expected
 
 from jmslike import ConnectionFactory as ThreadedFactory
 from jmslike import DeliveryMode
-from jmslike.aio import Connection, ConnectionFactory, MessageConsumer, Session
+from jmslike.aio import Connection, MessageConsumer, Session
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
 from jmslike.messages import TextMessage
 
 PERSISTENT, NON_PERSISTENT = DeliveryMode.PERSISTENT, DeliveryMode.NON_PERSISTENT
-DEADLINE_S = 60.0
 RECEIVE_MS = 10_000
 QUIET_MS = 500
 
 
-def run(body: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(DEADLINE_S):
-            await body()
-
-    asyncio.run(bounded())
-
-
 def unique(kind: str) -> str:
     return f"aio-{kind}-{uuid.uuid4().hex[:8]}"
-
-
-async def open_connection(broker: Any, url: str, client_id: str | None = None) -> Connection:
-    connection = await ConnectionFactory(url, clientID=client_id).createConnection(
-        broker.user, broker.password
-    )
-    await connection.start()
-    return connection
 
 
 async def publish(connection: Connection, topic: str, texts: list[str]) -> None:

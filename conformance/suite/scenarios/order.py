@@ -101,8 +101,17 @@ def _through_restart(ctx: Context, state: OrderState) -> None:
     assert state.consumed == state.texts[:20]
     more = [f"n{i:03d}" for i in range(20)]
     send_texts(ctx.connect(), state.queue, more)
-    got = drain_texts(ctx.connect(), state.queue, 1000)
-    assert got == state.texts[20:] + more, f"order or content changed through the restart: got {got}"
+    messages = drain(ctx.connect(), state.queue, 1000)
+    got = [text_of(m) for m in messages]
+    expected = state.texts[20:] + more
+    back = messages[: len(state.consumed)]
+    if got == state.consumed + expected and all(m.getJMSRedelivered() for m in back):
+        # One behaviour class, matched by the table for RabbitMQ after SIGKILL (an ACK confirmed before it is
+        # on disk): exactly the acknowledged messages again, first and flagged, the rest unchanged.
+        raise AssertionError(
+            "acknowledged messages came back after the restart, flagged redelivered, the rest in order"
+        )
+    assert got == expected, f"order or content changed through the restart: got {got}"
 
 
 @scenario(
