@@ -182,10 +182,23 @@ def _check_concrete_topic(destination: Destination, adapter: Adapter) -> Topic:
 # -- retained send -------------------------------------------------------------------------------------
 
 
-def publish(session: Session, outgoing: OutgoingMessage) -> None:
-    """Publish ``outgoing`` live and store it as its topic's retained publication, atomically."""
-    connection = session.connection
-    adapter = connection.adapter
+@dataclass(frozen=True)
+class Publication:
+    """A retained send, planned: the live publication, its stored copy and where the copy goes (no I/O, so
+    both APIs send the same two frames)."""
+
+    topic: Topic
+    store: Queue
+    live: OutgoingMessage
+    copy: OutgoingMessage
+
+    def frames(self, adapter: Adapter, transaction: str) -> list[Frame]:
+        """The two SENDs, live first, in ``transaction`` (the broker applies both or neither)."""
+        return [adapter.send_frame(self.live, transaction), adapter.send_frame(self.copy, transaction)]
+
+
+def plan_publication(adapter: Adapter, origin: str, outgoing: OutgoingMessage) -> Publication:
+    """Check a retained send of ``outgoing`` by the connection ``origin`` (for noLocal) and build its copy."""
     _require(adapter, "retained publications")
     topic = _check_concrete_topic(outgoing.destination, adapter)
     store = store_queue(topic, adapter)
@@ -193,7 +206,7 @@ def publish(session: Session, outgoing: OutgoingMessage) -> None:
     copy_id = outgoing.message_id or f"ID:{uuid.uuid4().hex}"
     envelope = Envelope(
         topic=topics.canonical(topic.name),
-        origin=connection.connection_id,
+        origin=origin,
         clear=not outgoing.body,
         headers=dict(live.headers),
         body=outgoing.body,
@@ -212,28 +225,41 @@ def publish(session: Session, outgoing: OutgoingMessage) -> None:
         type_tag="bytes",
         body=envelope.encode(),
         property_headers={COPY_ID_PROPERTY: copy_id},
-        origin=connection.connection_id,
+        origin=origin,
     )
+    return Publication(topic, store, outgoing, copy)
 
-    def frames(transaction: str) -> list[Frame]:
-        return [adapter.send_frame(outgoing, transaction), adapter.send_frame(copy, transaction)]
 
+def publish(session: Session, outgoing: OutgoingMessage) -> None:
+    """Publish ``outgoing`` live and store it as its topic's retained publication, atomically."""
+    connection = session.connection
+    adapter = connection.adapter
+    publication = plan_publication(adapter, connection.connection_id, outgoing)
+    store, topic = publication.store, publication.topic
     transaction = session.transaction_for_send()
     if transaction is not None:
         wire = connection.wire_for_use()
-        for frame in frames(transaction):
+        for frame in publication.frames(adapter, transaction):
             if adapter.transactional_send_receipts:
                 wire.request(frame)
             else:
                 session.defer_receipt(wire.submit(frame, None))  # commit() waits for these
         if adapter.capabilities.retained == "jmslike":
-            session.after_commit(lambda: _remove_older(connection, store, topic))  # new copy first
+            session.after_commit(lambda: remove_older(connection, store, topic))  # new copy first
     else:
-        replacing = store if adapter.capabilities.retained == "jmslike" else None
-        _send_atomically(connection, frames, replacing)
+        publish_atomically(connection, publication)
 
 
-def _remove_older(connection: Connection, store: Queue, topic: Topic) -> None:
+def publish_atomically(connection: Connection, publication: Publication) -> None:
+    """A retained send outside the application's transactions: in a private one, replacing the older copy
+    where jmslike keeps only the latest (``jmslike.aio`` runs this on a private connection)."""
+    adapter = connection.adapter
+    replacing = publication.store if adapter.capabilities.retained == "jmslike" else None
+    _send_atomically(connection, lambda tx: publication.frames(adapter, tx), replacing)
+
+
+def remove_older(connection: Connection, store: Queue, topic: Topic) -> None:
+    """After a transacted retained send committed: consume the copies it replaced (failure only logged)."""
     try:
         prune(connection, store)
     except JMSException as exc:
@@ -422,22 +448,27 @@ def _take(
 # -- on-request-only subscriptions and request update -------------------------------------------------------
 
 
+def park(adapter: Adapter, spec: SubscriptionSpec) -> tuple[Topic, SubscriptionSpec]:
+    """A subscription on request only: the topic it asks for, and its spec bound to that topic's parking
+    topic instead (the consumer of either API answers ``getTopic()`` with the first)."""
+    _require(adapter, "subscriptions on request only")
+    topic = spec.destination
+    if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
+        raise InvalidDestinationException(
+            f"a subscription on request only needs a (non-temporary) Topic, got {topic}"
+        )
+    store_queue(topic, adapter)  # refuses a topic too long for a store, now rather than on request
+    parking = Topic(ON_REQUEST_PREFIX + topics.canonical(topic.name))
+    return topic, dataclasses.replace(spec, destination=parking)
+
+
 class OnRequestSubscriber(TopicSubscriber):
     """A subscriber "on request only": bound on the broker to a parking topic nothing is published to,
     it receives only what :meth:`requestUpdate` hands it. ``getTopic()`` is the topic it asked for."""
 
     def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
-        adapter = session.connection.adapter
-        _require(adapter, "subscriptions on request only")
-        topic = spec.destination
-        if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
-            raise InvalidDestinationException(
-                f"a subscription on request only needs a (non-temporary) Topic, got {topic}"
-            )
-        self._requested = topic
-        store_queue(topic, adapter)  # refuses a topic too long for a store, now rather than on request
-        parking = Topic(ON_REQUEST_PREFIX + topics.canonical(topic.name))
-        super().__init__(session, dataclasses.replace(spec, destination=parking), selector)
+        self._requested, parked = park(session.connection.adapter, spec)
+        super().__init__(session, parked, selector)
 
     def getDestination(self) -> Destination:
         return self._requested
@@ -454,31 +485,79 @@ def request_update(consumer: MessageConsumer, correlation_id: str | None = None)
     """Deliver to ``consumer`` the current retained publication of every topic it matches; see module doc.
     ``correlation_id`` replaces the publications' JMSCorrelationID (the subscriber's own tag)."""
     consumer.check_open()
+    connection = consumer.session.connection
+    topic = check_update_request(
+        connection.adapter,
+        consumer.getDestination(),
+        consumer.spec.client_id,
+        connection.getClientID(),
+        correlation_id,
+    )
+    chosen = choose_updates(
+        connection.adapter,
+        consumer.spec,
+        consumer.selector,
+        topic,
+        read_bodies(connection, topic),
+        connection.connection_id,
+        correlation_id,
+    )
+    for incoming in chosen:
+        consumer.enqueue(incoming)
+    return len(chosen)
+
+
+def check_update_request(
+    adapter: Adapter,
+    topic: Destination,
+    owner: str | None,
+    client_id: str | None,
+    correlation_id: str | None,
+) -> Topic:
+    """The topic a ``requestUpdate`` reads (the consumer's ``getDestination()``), once the request is allowed:
+    the broker keeps retained publications, the subscription is to a topic, this connection (``client_id``)
+    is its ``owner``."""
     if correlation_id is not None and (
         not isinstance(correlation_id, str) or any(ord(ch) < 32 for ch in correlation_id)
     ):
         raise JMSException(
             f"a correlation ID must be a string without control characters, got {correlation_id!r}"
         )
-    session = consumer.session
-    connection = session.connection
-    adapter = connection.adapter
     _require(adapter, "request update (retained publications)")
-    topic = consumer.getDestination()
     if not isinstance(topic, Topic) or isinstance(topic, TemporaryTopic):
         raise InvalidDestinationException(
             f"requestUpdate() needs a subscription to a (non-temporary) Topic; this consumer reads {topic}"
         )
-    owner = consumer.spec.client_id
-    if owner != connection.getClientID():
+    if owner != client_id:
         raise JMSSecurityException(
             f"only the owner of a subscription may request an update for it: it belongs to client ID "
-            f"{owner!r}, this connection is {connection.getClientID()!r}"
+            f"{owner!r}, this connection is {client_id!r}"
         )
+    return topic
+
+
+def read_bodies(connection: Connection, topic: Topic) -> list[bytes]:
+    """The stored copies of every topic ``topic`` matches, in each store's order (``jmslike.aio`` reads them
+    on a private connection)."""
+    adapter = connection.adapter
+    store = store_queue(topic, adapter)
+    return adapter.read_retained(connection.wire_for_use(), store, lambda q: browse(connection, q))
+
+
+def choose_updates(
+    adapter: Adapter,
+    spec: SubscriptionSpec,
+    selector: Selector | None,
+    topic: Topic,
+    bodies: list[bytes],
+    own_origin: str,
+    correlation_id: str | None,
+) -> list[IncomingMessage]:
+    """What a ``requestUpdate`` delivers: per matched topic its latest copy, unless that clears the topic,
+    has expired, is the subscriber's own under noLocal or fails its selector; NoRetainedMessageException when
+    nothing is left."""
     syntax = adapter.topic_syntax
     pattern = topics.from_broker(topics.to_broker(topic.name, syntax), syntax)
-    store = store_queue(topic, adapter)
-    bodies = adapter.read_retained(connection.wire_for_use(), store, lambda q: browse(connection, q))
     latest: dict[str, Envelope] = {}
     for body in bodies:  # in each store queue's order: the last copy of a topic is its latest
         envelope = Envelope.decode(body)
@@ -490,25 +569,21 @@ def request_update(consumer: MessageConsumer, correlation_id: str | None = None)
         envelope = latest[name]
         if envelope.clear:
             continue
-        if consumer.spec.no_local and envelope.origin == connection.connection_id:
+        if spec.no_local and envelope.origin == own_origin:
             continue
-        incoming = _incoming(adapter, consumer.spec.sub_id, envelope, correlation_id)
+        incoming = _incoming(adapter, spec.sub_id, envelope, correlation_id)
         if incoming.expired(now):
             continue
-        selector = consumer.selector
         if selector is not None and not selector.matches(functools.partial(selector_value, incoming)):
             continue
         chosen.append(incoming)
     if not chosen:
-        selector_text = consumer.getMessageSelector()
         raise NoRetainedMessageException(
             f"no retained publication for topic {topic.name!r}"
-            + (f" passes the selector {selector_text!r}" if selector_text else "")
+            + (f" passes the selector {selector.text!r}" if selector is not None else "")
             + " (none was published with retain=True, or it was cleared or has expired)"
         )
-    for incoming in chosen:
-        consumer.enqueue(incoming)
-    return len(chosen)
+    return chosen
 
 
 def _incoming(
