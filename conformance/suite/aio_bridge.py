@@ -126,6 +126,14 @@ class Bridged:
 
         return call
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """The bridge's own slots, or an attribute of the ``jmslike.aio`` object a scenario sets (one forges a
+        consumer's ``spec`` to play another client)."""
+        if name in Bridged.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._target, name, self._unbridge(value))
+
     def _bridge(self, value: Any) -> Any:
         if isinstance(value, _BRIDGED):
             return Bridged(value, self._loop)

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
+from jmslike.aio.private_link import PrivateLink
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.connection import Connection as ThreadedConnection
 from jmslike.connection import (
@@ -132,6 +133,7 @@ class Connection:
         self._closing: asyncio.Future[None] | None = None
         self.temporaries = TemporaryDestinations()
         self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
+        self._private = PrivateLink(self.open_private)  # retained-publication stores (jmslike.aio.retained)
         self._ready = asyncio.Event()  # clear while a reconnect is under way
         self._ready.set()
         self._supervisor: asyncio.Task[None] | None = None
@@ -257,6 +259,12 @@ class Connection:
         """A threaded connection to the same broker with the same credentials, without client ID, for
         jmslike's own checks (the delivery-delay check, run in a worker thread); never this one's state."""
         return private_connection(self._config, self.serializers)
+
+    async def on_private(self, work: Callable[[ThreadedConnection], T]) -> T:
+        """Run ``work`` in a worker thread on this connection's private threaded connection (opened on first
+        use, jmslike.aio.private_link): the retained-publication store's blocking round trips."""
+        self.check_open()
+        return await self.in_worker(self._private.run, work)
 
     @property
     def generation(self) -> int:
@@ -386,6 +394,10 @@ class Connection:
             self._supervisor.cancel()  # a reconnect under way: it must not outlive the connection
         if self._wire is not None:
             await self._wire.close()
+        if self._private.opened:
+            await self.in_worker(self._private.close)
+        else:
+            self._private.close()  # no I/O: refuses a private connection opened after this
         # ExceptionListener calls still running are not waited for: one of them may be what closes.
 
     async def __aenter__(self) -> Connection:

@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
+from jmslike import retained
+from jmslike.aio import retained as aio_retained
 from jmslike.consumer import (
     BrowserBase,
     ConsumerBase,
@@ -24,7 +26,7 @@ from jmslike.consumer import (
 )
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
-from jmslike.destinations import Queue
+from jmslike.destinations import Destination, Queue, Topic
 from jmslike.exceptions import IllegalStateException, JMSException
 from jmslike.messages import Message
 from jmslike.selector import Selector
@@ -112,6 +114,13 @@ class MessageConsumer(ConsumerBase):
     def getMessageListener(self) -> MessageListener | None:
         return self._listener
 
+    async def requestUpdate(self, correlationID: str | None = None) -> int:
+        """Deliver (to receive or the listener) the current retained publication of every topic this
+        subscription matches that passes its selector, marked ``JMS_jmslike_Retained``; return how many.
+        None: NoRetainedMessageException. Only the subscription's owner may ask. With ``correlationID``
+        every delivered message carries it as JMSCorrelationID (docs/retained.md)."""
+        return await aio_retained.request_update(self, correlationID)
+
     async def close(self, removeSubscription: bool = False) -> None:
         """Stop delivery; the broker subscription ends now, or once the session settled what this consumer
         delivered (acknowledge, recover, commit, rollback): JMS lets it acknowledge them after the close. A
@@ -159,6 +168,10 @@ class MessageConsumer(ConsumerBase):
         self._session.check_open()
 
     # -- for the session and the connection -----------------------------------------------------------------
+
+    @property
+    def session(self) -> Session:
+        return self._session
 
     @property
     def listener(self) -> MessageListener | None:
@@ -301,3 +314,29 @@ class CompanionConsumer(MessageConsumer):
         if not super().accepts(incoming):
             return False
         return companion_accepts(self._inactive, lambda name: selector_value(incoming, name))
+
+
+class OnRequestConsumer(MessageConsumer):
+    """A subscriber on request only (:func:`jmslike.retained.park`): bound on the broker to a parking topic
+    nothing is published to, it receives only what ``requestUpdate()`` hands it. ``getTopic()`` is the topic
+    it asked for."""
+
+    def __init__(
+        self,
+        session: Session,
+        spec: SubscriptionSpec,
+        selector: Selector | None,
+        definition: DurableDefinition | None = None,
+    ) -> None:
+        self._requested, parked = retained.park(session.connection.adapter, spec)
+        super().__init__(session, parked, selector, definition)
+
+    def getDestination(self) -> Destination:
+        return self._requested
+
+    def getTopic(self) -> Topic:
+        return self._requested
+
+    @property
+    def onRequestOnly(self) -> bool:
+        return True

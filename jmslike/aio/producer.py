@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from jmslike.aio import retained as aio_retained
 from jmslike.destinations import Destination
 from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
 from jmslike.producer_settings import ProducerSettings
@@ -33,13 +34,18 @@ class MessageProducer(ProducerSettings):
             raise IllegalStateException("the producer is closed")
         self._session.check_open()
 
-    async def send(self, *args: Any, completionListener: CompletionListener | None = None) -> None:
+    async def send(
+        self, *args: Any, completionListener: CompletionListener | None = None, retain: bool = False
+    ) -> None:
         """``await send(message[, deliveryMode, priority, timeToLive])`` or, for a producer created without a
         destination, ``await send(destination, message[, ...])``. PERSISTENT and transacted sends return once
         the broker has the message; a NON_PERSISTENT one outside a transaction once it is written (module
         docstring of jmslike.aio.session). With ``completionListener`` (JMS 2.0 asynchronous send) it returns
         once written, and the listener's ``onCompletion(message)`` or ``onException(message, exception)`` (plain
-        or coroutine functions) runs in the session's dispatch task, in send order."""
+        or coroutine functions) runs in the session's dispatch task, in send order.
+
+        ``retain=True`` (topics): also keep the message as the topic's retained publication, replacing the
+        previous one; an empty body clears it (docs/retained.md). Such a send returns once the broker has it."""
         self.check_open()
         self.raise_failed_send()
         destination, message, mode, priority, ttl = self.resolve_send(args)
@@ -48,11 +54,18 @@ class MessageProducer(ProducerSettings):
         connection = self._session.connection
         connection.temporaries.check_use(destination, connection.adapter)
         delay = self._delivery_delay
+        if delay and retain:
+            raise JMSException("a retained publication cannot be delayed; setDeliveryDelay(0) first")
         if delay and not connection.delay_check.verified:  # once per connection: a private round trip
             await connection.in_worker(connection.delay_check.ensure, connection)
         outgoing = self._outgoing(
             message, destination, mode, priority, ttl, delay, connection.adapter, connection.connection_id
         )
+        if retain:
+            await aio_retained.publish(self._session, outgoing)
+            if completionListener is not None:  # after the callbacks of earlier sends (JMS 2.0 §7.3.8)
+                self._session.complete_sent(completionListener, message)
+            return
         await self._session.send(self, outgoing, message, completionListener)
 
     async def close(self) -> None:

@@ -44,7 +44,6 @@ from jmslike.exceptions import (
     InvalidDestinationException,
     JMSException,
     JMSTimeoutException,
-    NotYetInAioException,
     TransactionRolledBackException,
     UnsupportedFeatureException,
     as_jms_exception,
@@ -103,6 +102,9 @@ class Session(SessionModes, MessageFactoryMethods):
         self._deferred_abandon: list[
             Callable[[JMSException | None], None]
         ] = []  # their callbacks, if rolled back
+        self._after_commit: list[
+            Callable[[], Awaitable[None]]
+        ] = []  # work that needs the transaction committed
         self._rollback_only: str | None = None
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
@@ -166,10 +168,15 @@ class Session(SessionModes, MessageFactoryMethods):
         return producer
 
     async def createConsumer(
-        self, destination: Destination, messageSelector: str | None = None, noLocal: bool = False
+        self,
+        destination: Destination,
+        messageSelector: str | None = None,
+        noLocal: bool = False,
+        onRequestOnly: bool = False,
     ) -> MessageConsumer:
-        """A consumer of a queue or topic; the broker subscription exists when this returns."""
-        from jmslike.aio.consumer import MessageConsumer
+        """A consumer of a queue or topic; the broker subscription exists when this returns.
+        ``onRequestOnly=True`` (topics): no live traffic, only what ``requestUpdate()`` delivers."""
+        from jmslike.aio.consumer import MessageConsumer, OnRequestConsumer
 
         self.check_open()
         self._check_destination(destination)
@@ -183,6 +190,8 @@ class Session(SessionModes, MessageFactoryMethods):
             client_id=self._connection.getClientID(),
             prefetch=self._connection.config.prefetch,
         )
+        if onRequestOnly:
+            return await self._attach(OnRequestConsumer(self, spec, parsed))
         return await self._attach(MessageConsumer(self, spec, parsed))
 
     async def createDurableSubscriber(
@@ -191,19 +200,29 @@ class Session(SessionModes, MessageFactoryMethods):
         name: str,
         messageSelector: str | None = None,
         noLocal: bool = False,
+        onRequestOnly: bool = False,
         *,
         inactiveSelector: str | None = None,
         expiry_ms: int = 0,
     ) -> MessageConsumer:
         """A consumer of the durable subscription ``name`` of this client ID on ``topic``, created on the broker
         if it does not exist (changed topic or selector: replaced, as JMS says). MQ extras, as in the threaded
-        API: ``inactiveSelector`` keeps only matching messages while no subscriber is attached, ``expiry_ms``
-        removes the subscription after that long without one (docs/subscriptions.md). Subscriptions on request
-        only (retained publications) are the threaded API's for now."""
+        API: ``onRequestOnly=True`` gets no live traffic and builds nothing up, the owner asks for the topic's
+        retained publications with ``requestUpdate()`` (docs/retained.md); ``inactiveSelector`` keeps only
+        matching messages while no subscriber is attached, ``expiry_ms`` removes the subscription after that
+        long without one (docs/subscriptions.md)."""
         self.check_open()
         client_id, name = self._check_durable(topic, name)
         return await self._durable(
-            topic, client_id, name, messageSelector, noLocal, inactiveSelector, expiry_ms, resuming=False
+            topic,
+            client_id,
+            name,
+            messageSelector,
+            noLocal,
+            inactiveSelector,
+            expiry_ms,
+            resuming=False,
+            on_request_only=bool(onRequestOnly),
         )
 
     async def createDurableConsumer(
@@ -224,11 +243,6 @@ class Session(SessionModes, MessageFactoryMethods):
         definition = await connection.in_worker(
             lambda: durable_subscriptions.recorded(registry_for(connection), client_id, name)
         )
-        if definition.on_request_only:
-            raise NotYetInAioException(
-                "durable subscriptions on request only (retained publications)",
-                f"durable subscription {name!r} is one; resume it with the threaded API",
-            )
         return await self._durable(
             Topic(definition.topic),
             client_id,
@@ -238,6 +252,7 @@ class Session(SessionModes, MessageFactoryMethods):
             definition.inactive_selector,
             definition.expiry_ms,
             resuming=True,
+            on_request_only=definition.on_request_only,
         )
 
     async def _durable(
@@ -251,11 +266,12 @@ class Session(SessionModes, MessageFactoryMethods):
         expiry_ms: int,
         *,
         resuming: bool,
+        on_request_only: bool = False,
     ) -> MessageConsumer:
         """Plan as the threaded API does (:mod:`jmslike.subscription_plans`); expiry and the subscription
         record are blocking round trips, run in a worker thread."""
         from jmslike import durable_subscriptions
-        from jmslike.aio.consumer import MessageConsumer
+        from jmslike.aio.consumer import MessageConsumer, OnRequestConsumer
         from jmslike.catalogue import optional_registry, registry_for
 
         connection = self._connection
@@ -270,6 +286,7 @@ class Session(SessionModes, MessageFactoryMethods):
             no_local=no_local,
             inactive_selector=inactive_selector,
             expiry_ms=expiry_ms,
+            on_request_only=on_request_only,
         )
         wire = connection.blocking_wire()
 
@@ -284,7 +301,8 @@ class Session(SessionModes, MessageFactoryMethods):
             return registry
 
         registry = await connection.in_worker(registry_ready)
-        consumer = MessageConsumer(self, plan.spec, plan.selector, plan.definition)
+        kind = OnRequestConsumer if on_request_only else MessageConsumer
+        consumer = kind(self, plan.spec, plan.selector, plan.definition)
         await self._attach(consumer)
         try:
             if plan.inactive is not None:
@@ -691,7 +709,7 @@ class Session(SessionModes, MessageFactoryMethods):
 
     # -- transactions -------------------------------------------------------------------------------------
 
-    async def _transaction_for_send(self) -> str | None:
+    async def transaction_for_send(self) -> str | None:
         """The STOMP transaction a send joins (BEGIN on first use), or None outside transactions."""
         if not self.transacted:
             return None
@@ -705,6 +723,18 @@ class Session(SessionModes, MessageFactoryMethods):
             await wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
             self._tx = tx
         return self._tx
+
+    def defer_receipt(self, pending: AsyncPending) -> None:
+        """A transactional send whose receipt the broker sends only after COMMIT: ``commit()`` waits for it."""
+        self._deferred.append(pending)
+
+    def after_commit(self, task: Callable[[], Awaitable[None]]) -> None:
+        """Run ``task`` once the open transaction committed (dropped if it rolls back or is lost)."""
+        self._after_commit.append(task)
+
+    def complete_sent(self, listener: CompletionListener, message: Message) -> None:
+        """A send that returned only once the broker had it (a retained one): its callback, in send order."""
+        self._complete(self._ticket(listener), _completion(listener, message, None))
 
     async def commit(self) -> None:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
@@ -734,13 +764,14 @@ class Session(SessionModes, MessageFactoryMethods):
         acks_in_transaction = adapter.capabilities.transactional_acks
         try:
             if tx is None:  # only consumed messages: the broker transaction for their ACKs starts now
-                tx = await self._transaction_for_send()
+                tx = await self.transaction_for_send()
                 assert tx is not None
             # This commit owns the transaction now: a send made meanwhile (by a caller whose commit was
             # cancelled) starts the next one.
             self._tx = None
             self._deferred = []
             self._deferred_abandon = []
+            after, self._after_commit = self._after_commit, []
             wire = await self._connection.use_wire()
             if acks_in_transaction:
                 for _, pending in consumed:
@@ -766,6 +797,8 @@ class Session(SessionModes, MessageFactoryMethods):
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         await self._forget_transaction(consumed)
         await self._await_deferred(deferred)
+        for task in after:
+            await task()
         await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
         if not acks_in_transaction:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
@@ -810,6 +843,7 @@ class Session(SessionModes, MessageFactoryMethods):
             tx, self._tx = self._tx, None
         self._rollback_only = None
         self._deferred = []  # aborted sends are never answered: their callbacks hear so below
+        self._after_commit = []
         abandoned, self._deferred_abandon = self._deferred_abandon, []
         if tx is not None and self._connection.failure is None:
             try:
@@ -838,7 +872,7 @@ class Session(SessionModes, MessageFactoryMethods):
         CompletionListener (JMS 2.0) return once written, and run the listener with the outcome, in send order,
         in this session's dispatch task."""
         connection = self._connection
-        tx = await self._transaction_for_send()
+        tx = await self.transaction_for_send()
         frame = connection.adapter.send_frame(outgoing, tx)
         wire = await connection.use_wire()
         if tx is not None and not connection.adapter.transactional_send_receipts:
@@ -1199,6 +1233,7 @@ class Session(SessionModes, MessageFactoryMethods):
         self._orphans = {}
         self._deferred = []
         self._deferred_abandon = []  # the lost wire answers them (ConnectionLostException)
+        self._after_commit = []
         self._epoch += 1
         self._tx = None
         self.wake()
