@@ -95,10 +95,21 @@ class ConsumerBase:
         self.client_no_local = spec.no_local and not adapter.capabilities.no_local
         self._inbox = Inbox()
 
+    #: A durable subscriber's record (jmslike.subscriptions): set by whoever attaches one, kept up to date.
+    definition: DurableDefinition | None = None
+
     def getMessageSelector(self) -> str | None:
-        """The selector as the application wrote it (the broker gets an equivalent normalised form)."""
+        """The selector as the application wrote it (the broker gets an equivalent normalised form; a
+        persistence-filtered subscription's inactive selector is apart)."""
         self.check_open()
+        if self.definition is not None:
+            return self.definition.selector
         return self._selector.text if self._selector is not None else None
+
+    def getInactiveSelector(self) -> str | None:
+        """MQ extra, durable subscriptions: the selector of what is kept while no subscriber is attached
+        (None = everything)."""
+        return self.definition.inactive_selector if self.definition is not None else None
 
     def getDestination(self) -> Destination:
         return self.spec.destination
@@ -276,19 +287,7 @@ class TopicSubscriber(MessageConsumer):
 
     # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one; set and
     # read by jmslike.durable_subscriptions, which attaches and closes them.
-    definition: DurableDefinition | None = None
     companion: MessageConsumer | None = None
-
-    def getMessageSelector(self) -> str | None:
-        """The application's selector (a persistence-filtered subscription's inactive selector is apart)."""
-        if self.definition is not None:
-            self.check_open()
-            return self.definition.selector
-        return super().getMessageSelector()
-
-    def getInactiveSelector(self) -> str | None:
-        """MQ extra: the selector of what is kept while no subscriber is attached (None = everything)."""
-        return self.definition.inactive_selector if self.definition is not None else None
 
     def close(self, removeSubscription: bool = False) -> None:
         """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""

@@ -462,13 +462,11 @@ def park(adapter: Adapter, spec: SubscriptionSpec) -> tuple[Topic, SubscriptionS
     return topic, dataclasses.replace(spec, destination=parking)
 
 
-class OnRequestSubscriber(TopicSubscriber):
-    """A subscriber "on request only": bound on the broker to a parking topic nothing is published to,
-    it receives only what :meth:`requestUpdate` hands it. ``getTopic()`` is the topic it asked for."""
+class OnRequestTopic:
+    """What an on-request-only consumer of either API answers: the topic it asked for, not the parking topic
+    its subscription is bound to (:func:`park`)."""
 
-    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
-        self._requested, parked = park(session.connection.adapter, spec)
-        super().__init__(session, parked, selector)
+    _requested: Topic
 
     def getDestination(self) -> Destination:
         return self._requested
@@ -479,6 +477,15 @@ class OnRequestSubscriber(TopicSubscriber):
     @property
     def onRequestOnly(self) -> bool:
         return True
+
+
+class OnRequestSubscriber(OnRequestTopic, TopicSubscriber):
+    """A subscriber "on request only": bound on the broker to a parking topic nothing is published to,
+    it receives only what :meth:`requestUpdate` hands it. ``getTopic()`` is the topic it asked for."""
+
+    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
+        self._requested, parked = park(session.connection.adapter, spec)
+        super().__init__(session, parked, selector)
 
 
 def request_update(consumer: MessageConsumer, correlation_id: str | None = None) -> int:

@@ -26,7 +26,7 @@ from jmslike.consumer import (
 )
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
-from jmslike.destinations import Destination, Queue, Topic
+from jmslike.destinations import Queue
 from jmslike.exceptions import IllegalStateException, JMSException
 from jmslike.messages import Message
 from jmslike.selector import Selector
@@ -91,17 +91,6 @@ class MessageConsumer(ConsumerBase):
         deadline = now if no_wait else (now + timeout_ms / 1000 if timeout_ms else None)
         message = await self._session.receive_for(self, deadline, body_type=c)
         return None if message is None else message.getBody(c)
-
-    def getMessageSelector(self) -> str | None:
-        """The application's selector (a persistence-filtered subscription's inactive selector is apart)."""
-        if self.definition is not None:
-            self.check_open()
-            return self.definition.selector
-        return super().getMessageSelector()
-
-    def getInactiveSelector(self) -> str | None:
-        """MQ extra: the selector of what is kept while no subscriber is attached (None = everything)."""
-        return self.definition.inactive_selector if self.definition is not None else None
 
     def setMessageListener(self, listener: MessageListener | object | None) -> None:
         """A callable (a coroutine function too) or an object with ``onMessage(message)``; the session runs its
@@ -316,7 +305,7 @@ class CompanionConsumer(MessageConsumer):
         return companion_accepts(self._inactive, lambda name: selector_value(incoming, name))
 
 
-class OnRequestConsumer(MessageConsumer):
+class OnRequestConsumer(retained.OnRequestTopic, MessageConsumer):
     """A subscriber on request only (:func:`jmslike.retained.park`): bound on the broker to a parking topic
     nothing is published to, it receives only what ``requestUpdate()`` hands it. ``getTopic()`` is the topic
     it asked for."""
@@ -330,13 +319,3 @@ class OnRequestConsumer(MessageConsumer):
     ) -> None:
         self._requested, parked = retained.park(session.connection.adapter, spec)
         super().__init__(session, parked, selector, definition)
-
-    def getDestination(self) -> Destination:
-        return self._requested
-
-    def getTopic(self) -> Topic:
-        return self._requested
-
-    @property
-    def onRequestOnly(self) -> bool:
-        return True
