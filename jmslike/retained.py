@@ -94,6 +94,11 @@ PRUNE_SETTLE_S = 0.1  # then a browse tells whether the missing copies are still
 BROWSE_WAIT_S = 30.0
 
 _transaction_ids = itertools.count(1)
+#: A private retained-send transaction whose COMMIT got no answer before the connection was lost.
+COMMIT_LOST = (
+    "the connection was lost while committing a retained publication: the outcome is unknown (the live "
+    "publication and its retained copy were applied together or not at all); publish it again"
+)
 _sub_ids = itertools.count(1)
 
 
@@ -276,7 +281,7 @@ def _send_atomically(
     the same transaction, so the replacement is atomic too."""
     adapter = connection.adapter
     wire = connection.wire_for_use()
-    transaction = f"{connection.connection_id}-retain{next(_transaction_ids)}"
+    transaction = private_transaction_id(connection.connection_id)
     wire.request(adapter.transaction_frame("BEGIN", transaction))
     waiting: list[PendingReceipt] = []
     taken: tuple[SubscriptionSpec, list[IncomingMessage]] | None = None
@@ -303,20 +308,26 @@ def _send_atomically(
         try:
             wire.request(adapter.transaction_frame("COMMIT", transaction))
         except ConnectionLostException as exc:
-            raise ConnectionLostException(
-                "the connection was lost while committing a retained publication: the outcome is unknown "
-                "(the live publication and its retained copy were applied together or not at all); publish "
-                "it again"
-            ) from exc
+            raise ConnectionLostException(COMMIT_LOST) from exc
     finally:
         if taken is not None:  # after COMMIT or ABORT: what was not acknowledged goes back to the queue
             _unsubscribe(connection, taken[0])
     deadline = time.monotonic() + connection.config.receipt_timeout_ms / 1000
     for item in waiting:
-        if not item.wait(max(0.0, deadline - time.monotonic())):
-            raise JMSException("the broker did not confirm the retained publication in time")
-        if item.error is not None:
-            raise JMSException(f"the broker refused the retained publication: {item.error}") from item.error
+        check_confirmed(item.wait(max(0.0, deadline - time.monotonic())), item.error)
+
+
+def private_transaction_id(connection_id: str) -> str:
+    """The STOMP transaction of a retained send outside the application's transactions."""
+    return f"{connection_id}-retain{next(_transaction_ids)}"
+
+
+def check_confirmed(answered: bool, error: JMSException | None) -> None:
+    """A SEND of a committed private transaction that the broker answers only after COMMIT (RabbitMQ)."""
+    if not answered:
+        raise JMSException("the broker did not confirm the retained publication in time")
+    if error is not None:
+        raise JMSException(f"the broker refused the retained publication: {error}") from error
 
 
 # -- browsing and consuming the store, below the consumer API ---------------------------------------------
@@ -504,6 +515,7 @@ def request_update(consumer: MessageConsumer, correlation_id: str | None = None)
         connection.adapter,
         consumer.spec,
         consumer.selector,
+        consumer.getMessageSelector(),
         topic,
         read_bodies(connection, topic),
         connection.connection_id,
@@ -555,14 +567,15 @@ def choose_updates(
     adapter: Adapter,
     spec: SubscriptionSpec,
     selector: Selector | None,
+    selector_text: str | None,
     topic: Topic,
     bodies: list[bytes],
     own_origin: str,
     correlation_id: str | None,
 ) -> list[IncomingMessage]:
     """What a ``requestUpdate`` delivers: per matched topic its latest copy, unless that clears the topic,
-    has expired, is the subscriber's own under noLocal or fails its selector; NoRetainedMessageException when
-    nothing is left."""
+    has expired, is the subscriber's own under noLocal or fails ``selector``; NoRetainedMessageException,
+    naming the application's ``selector_text``, when nothing is left."""
     syntax = adapter.topic_syntax
     pattern = topics.from_broker(topics.to_broker(topic.name, syntax), syntax)
     latest: dict[str, Envelope] = {}
@@ -587,7 +600,7 @@ def choose_updates(
     if not chosen:
         raise NoRetainedMessageException(
             f"no retained publication for topic {topic.name!r}"
-            + (f" passes the selector {selector.text!r}" if selector is not None else "")
+            + (f" passes the selector {selector_text!r}" if selector_text else "")
             + " (none was published with retain=True, or it was cleared or has expired)"
         )
     return chosen

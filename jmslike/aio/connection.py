@@ -263,7 +263,7 @@ class Connection:
     async def on_private(self, work: Callable[[ThreadedConnection], T]) -> T:
         """Run ``work`` in a worker thread on this connection's private threaded connection (opened on first
         use, jmslike.aio.private_link): the retained-publication store's blocking round trips."""
-        self.check_open()
+        await self.use_wire()  # a lost connection raises, one reconnecting is waited for (as a send would)
         return await self.in_worker(self._private.run, work)
 
     @property
@@ -392,12 +392,12 @@ class Connection:
         self._started.set()  # wake receivers: they see the connection closed
         if self._supervisor is not None and not self._supervisor.done():
             self._supervisor.cancel()  # a reconnect under way: it must not outlive the connection
-        if self._wire is not None:
-            await self._wire.close()
-        if self._private.opened:
+        try:
+            if self._wire is not None:
+                await self._wire.close()
+        finally:
+            # In a worker: it may wait for a private connection being opened, then DISCONNECT it.
             await self.in_worker(self._private.close)
-        else:
-            self._private.close()  # no I/O: refuses a private connection opened after this
         # ExceptionListener calls still running are not waited for: one of them may be what closes.
 
     async def __aenter__(self) -> Connection:

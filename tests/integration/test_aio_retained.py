@@ -200,3 +200,40 @@ def test_bad_requests_are_refused_with_the_jms_exception(broker: Any, url: str) 
                 await subscriber.requestUpdate()
 
     run(body)
+
+
+def test_no_local_holds_for_the_live_publication_of_a_retained_send(broker: Any, url: str) -> None:
+    """The pair goes on the sender's own wire, so the broker's noLocal (ActiveMQ, Artemis) sees the sender."""
+    topic = unique("t")
+
+    async def body() -> None:
+        async with (
+            await open_connection(broker, url) as connection,
+            await open_connection(broker, url) as other,
+        ):
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            own = await session.createConsumer(session.createTopic(topic), noLocal=True)
+            watcher_session = await other.createSession(Session.AUTO_ACKNOWLEDGE)
+            watcher = await watcher_session.createConsumer(watcher_session.createTopic(topic))
+            await retain(connection, topic, "mine")
+            assert await texts_of(watcher) == ["mine"]
+            assert await own.receive(QUIET_MS) is None, "noLocal: its own retained send reached it"
+
+    run(body)
+
+
+def test_no_retained_message_names_the_application_selector(broker: Any, url: str) -> None:
+    topic, client_id = unique("t"), unique("c")
+
+    async def body() -> None:
+        async with await open_connection(broker, url, client_id) as connection:
+            await retain(connection, topic, "v")
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            subscriber = await session.createDurableSubscriber(
+                session.createTopic(topic), "sel", "league = 1", onRequestOnly=True
+            )
+            with pytest.raises(NoRetainedMessageException, match="passes the selector 'league = 1'"):
+                await subscriber.requestUpdate()
+            await subscriber.close(removeSubscription=True)
+
+    run(body)
