@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.exceptions import MessageFormatException
@@ -61,6 +61,39 @@ def cumulative(consumer: Subscribed, pending: Pending) -> bool:
     companion subscription (durable_subscriptions) delivers through it with individual acknowledgement."""
     incoming = pending.incoming
     return consumer.spec.cumulative_ack and (incoming.local or incoming.sub_id == consumer.spec.sub_id)
+
+
+class LazyAcks(Generic[C]):
+    """DUPS_OK_ACKNOWLEDGE on a cumulative subscription acknowledges lazily, as JMS allows there (duplicates
+    after a failure): one ACK for half a prefetch of consumed messages, or as soon as the consumer has nothing
+    buffered, so an idle consumer owes the broker nothing. Per consumer: how many it owes and the newest of them,
+    whose one ACK settles them all. A local delivery (jmslike's own, nothing on the broker) never stands in for
+    the ACK owed for broker messages. No lock: the session guards it."""
+
+    def __init__(self) -> None:
+        self._owed: dict[C, tuple[int, Pending]] = {}
+
+    def consumed(self, consumer: C, pending: Pending, buffered: bool) -> Pending | None:
+        """``consumer`` is done with ``pending`` (``buffered``: it holds more): the delivery to ACK now, if any."""
+        owed, newest = self._owed.pop(consumer, (0, None))
+        if not pending.incoming.local:
+            owed, newest = owed + 1, pending
+        if newest is None:
+            return None
+        if owed < max(1, consumer.spec.prefetch // 2) and buffered:
+            self._owed[consumer] = (owed, newest)
+            return None
+        return newest
+
+    def flush(self, consumer: C) -> Pending | None:
+        """The ACK ``consumer`` still owes (before it detaches, or a message of it is taken off the
+        subscription), if any."""
+        entry = self._owed.pop(consumer, None)
+        return entry[1] if entry is not None else None
+
+    def clear(self) -> None:
+        """The connection was lost: the broker has every unacknowledged delivery again."""
+        self._owed.clear()
 
 
 def acks_for(batch: Sequence[tuple[C, Pending]]) -> list[Pending]:

@@ -30,7 +30,7 @@ from jmslike import selector as selectors
 from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import parse_selector
 from jmslike.contract import IncomingMessage, PendingReceipt, SubscriptionSpec
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, body_refused, cumulative
+from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.domain_methods import SessionDomainMethods
 from jmslike.exceptions import (
@@ -96,9 +96,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         self._completions: CompletionOrder[Callable[[], None]] = CompletionOrder()  # callbacks in send order
         self._busy = False
         self._in_callback = False  # the dispatch thread is running a completion callback (not a listener)
-        # DUPS_OK on a cumulative subscription: per consumer, deliveries consumed since its last ACK and
-        # the newest of them, whose one ACK settles them all (see _ack_consumed).
-        self._lazy_acks: dict[MessageConsumer, tuple[int, Pending]] = {}
+        self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
         config = connection.config
         self._window = SendWindow(
             self._cond, config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
@@ -329,6 +327,8 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
         try:
             self._connection.adapter.subscribe(self._connection.wire_for_use(), consumer.spec)
         except BaseException:
+            with self._cond:  # what arrived before the failure counts against the byte bound no more
+                consumer.inbox.close()
             self._connection.unregister_consumer(consumer)
             raise
         with self._cond:
@@ -416,7 +416,10 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
             if body_type is not None and not message.isBodyAssignableTo(body_type):
                 if auto:
                     with self._cond:
-                        consumer.inbox.put_back(pending)
+                        if consumer.closed:  # closed meanwhile: it goes back to the broker with the rest
+                            self._orphans.setdefault(consumer, []).append(pending.incoming)
+                        else:
+                            consumer.inbox.put_back(pending)
                         self._cond.notify_all()
                 raise body_refused(message, body_type, left_in_place=auto)
             if auto:
@@ -468,31 +471,22 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
 
     def _ack_consumed(self, consumer: MessageConsumer, pending: Pending) -> None:
         """AUTO / DUPS_OK: the message is done with (delivered, or dropped as expired or filtered). AUTO
-        acknowledges each one. DUPS_OK on a cumulative subscription acknowledges lazily, as JMS allows there
-        (duplicates after a failure): one ACK for half a prefetch of them, or as soon as the consumer has
-        nothing buffered, so an idle consumer owes the broker nothing. A local delivery (jmslike's own,
-        nothing on the broker) never stands in for the ACK owed for broker messages."""
+        acknowledges each one; DUPS_OK on a cumulative subscription lazily (delivery.LazyAcks)."""
         if not cumulative(consumer, pending):
             self._ack_now(pending)
             return
         with self._cond:
-            owed, newest = self._lazy_acks.pop(consumer, (0, None))
-            if not pending.incoming.local:
-                owed, newest = owed + 1, pending
-            if newest is None:
-                return
-            if owed < max(1, consumer.spec.prefetch // 2) and consumer.inbox:
-                self._lazy_acks[consumer] = (owed, newest)
-                return
-        self._ack_now(newest)
+            due = self._lazy_acks.consumed(consumer, pending, buffered=bool(consumer.inbox))
+        if due is not None:
+            self._ack_now(due)
 
     def _flush_lazy_ack(self, consumer: MessageConsumer) -> None:
         """DUPS_OK: send the ACK ``consumer`` still owes for what it consumed (before it detaches, or before
         a message of it is taken off the subscription)."""
         with self._cond:
-            entry = self._lazy_acks.pop(consumer, None)
-        if entry is not None:
-            self._ack_now(entry[1])
+            due = self._lazy_acks.flush(consumer)
+        if due is not None:
+            self._ack_now(due)
 
     def _poison(self, consumer: MessageConsumer, pending: Pending) -> None:
         """A listener failed ``pending`` too often. Normally it goes back to the broker when its consumer
@@ -976,7 +970,7 @@ class Session(SessionModes, MessageFactoryMethods, SessionDomainMethods):
                 self._connection.unregister_consumer(consumer)
             self._closing = []
             self._orphans = {}
-            self._lazy_acks = {}
+            self._lazy_acks.clear()
             self._deferred_receipts = []
             self._deferred_abandon = []  # the lost wire answers them (ConnectionLostException)
             self._epoch += 1

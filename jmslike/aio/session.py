@@ -36,7 +36,7 @@ from jmslike.adapters.async_wire import AsyncPending, AsyncStompWire
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import build_message, parse_selector
 from jmslike.contract import Frame, IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, Pending, acks_for, body_refused, cumulative
+from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -77,6 +77,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _ACK_ON_DELIVERY = (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
+# Modes whose subscriptions take cumulative ACKs where the broker has them (DUPS_OK: lazily, LazyAcks).
+_CUMULATIVE_MODES = (AcknowledgeMode.CLIENT_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
 _ACK_LATER = (
     AcknowledgeMode.CLIENT_ACKNOWLEDGE,
     AcknowledgeMode.SESSION_TRANSACTED,
@@ -102,9 +104,9 @@ class Session(SessionModes, MessageFactoryMethods):
         self._deferred_abandon: list[
             Callable[[JMSException | None], None]
         ] = []  # their callbacks, if rolled back
-        self._after_commit: list[
-            Callable[[], Awaitable[None]]
-        ] = []  # work that needs the transaction committed
+        # Work that needs the transaction committed (jmslike.aio.retained).
+        self._after_commit: list[Callable[[], Awaitable[None]]] = []
+        self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
         self._rollback_only: str | None = None
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
@@ -437,7 +439,7 @@ class Session(SessionModes, MessageFactoryMethods):
         the caller is cancelled the subscribe goes on in its worker thread, and what it made is ended."""
         connection = self._connection
         adapter = connection.adapter
-        if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE and adapter.cumulative_client_ack:
+        if self._mode in _CUMULATIVE_MODES and adapter.cumulative_client_ack:
             consumer.spec = dataclasses.replace(consumer.spec, cumulative_ack=True)
         await connection.use_wire()  # a reconnect under way: subscribe on the new wire
         connection.register_consumer(consumer)
@@ -453,6 +455,7 @@ class Session(SessionModes, MessageFactoryMethods):
             cleanup.add_done_callback(self._background.discard)
             raise
         except BaseException:
+            consumer.inbox.close()  # what arrived before the failure counts against the byte bound no more
             connection.unregister_consumer(consumer)
             raise
         self._consumers.append(consumer)
@@ -462,6 +465,7 @@ class Session(SessionModes, MessageFactoryMethods):
         """A createConsumer whose caller was cancelled: once the subscribe ended, detach what it made."""
         await asyncio.wait({subscribing})
         if subscribing.cancelled() or subscribing.exception() is not None:
+            consumer.inbox.close()
             self._connection.unregister_consumer(consumer)
             return
         await self._detach(consumer, consumer.stop_taking())
@@ -566,7 +570,7 @@ class Session(SessionModes, MessageFactoryMethods):
                     self.wake()
                 raise body_refused(message, body_type, left_in_place=auto)
             if self._mode in _ACK_ON_DELIVERY:
-                self._ack_now(pending)
+                self._ack_consumed(consumer, pending)
             return message
 
     def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
@@ -596,11 +600,45 @@ class Session(SessionModes, MessageFactoryMethods):
 
     def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
         """Acknowledged at once, except on a cumulative subscription, where its ACK would also acknowledge what
-        the application has not: the next acknowledge() settles it."""
-        if cumulative(consumer, pending) and self._mode not in _ACK_ON_DELIVERY:
+        the application has not: the next acknowledge() settles it (DUPS_OK: the lazy ACK, LazyAcks)."""
+        if self._mode == AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
+            self._ack_consumed(consumer, pending)
+        elif cumulative(consumer, pending):
             self._unacked.append((consumer, pending))
         else:
             self._ack_now(pending)
+
+    def _ack_consumed(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """AUTO / DUPS_OK: the message is done with. AUTO acknowledges each one; DUPS_OK on a cumulative
+        subscription lazily (delivery.LazyAcks), as the threaded API does."""
+        if not cumulative(consumer, pending):
+            self._ack_now(pending)
+            return
+        due = self._lazy_acks.consumed(consumer, pending, buffered=bool(consumer.inbox))
+        if due is not None:
+            self._ack_now(due)
+
+    def _flush_lazy_ack(self, consumer: MessageConsumer) -> None:
+        """DUPS_OK: send the ACK ``consumer`` still owes (before it detaches, or before a message of it is taken
+        off the subscription)."""
+        due = self._lazy_acks.flush(consumer)
+        if due is not None:
+            self._ack_now(due)
+
+    def _poison(self, consumer: MessageConsumer, pending: Pending) -> None:
+        """A listener failed ``pending`` too often. Normally it goes back to the broker when its consumer
+        detaches; on a cumulative DUPS_OK subscription any later ACK would acknowledge it too, so it is taken off
+        the subscription now (the broker's dead-letter queue) after the ACK owed for what came before it."""
+        if not cumulative(consumer, pending) or self._mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
+            self._orphans.setdefault(consumer, []).append(pending.incoming)
+            return
+        self._flush_lazy_ack(consumer)
+        if pending.epoch != self._epoch or pending.incoming.local:
+            return  # the broker has it back already (lost connection), or never had it (local)
+        try:
+            self._connection.wire.post_nowait(self._connection.adapter.poison_frame(pending.incoming))
+        except ConnectionLostException:
+            log.debug("poison NACK lost with the connection; the broker will redeliver")
 
     def _ack_now(self, pending: Pending) -> None:
         """One ACK without a receipt, handed to the transport at once (no await, so no cancellation splits a
@@ -1092,15 +1130,16 @@ class Session(SessionModes, MessageFactoryMethods):
             return
         if self._recover_current or (failed and pending.local_redeliveries < MAX_LISTENER_REDELIVERIES):
             self._redeliver_locally([(consumer, pending)])
-        elif failed:  # given back to the broker when its consumer detaches, never dropped
+        elif failed:
             log.error(
-                "message %s failed %d times in its listener; handed back to the broker when its consumer closes",
+                "message %s failed %d times in its listener; handed back to the broker (or, on a cumulative "
+                "DUPS_OK subscription, to its dead-letter queue)",
                 pending.incoming.message_id,
                 pending.delivery_count,
             )
-            self._orphans.setdefault(consumer, []).append(pending.incoming)
+            self._poison(consumer, pending)
         else:
-            self._ack_now(pending)
+            self._ack_consumed(consumer, pending)
         await self._release_closed()
 
     async def idle(self) -> None:
@@ -1151,6 +1190,7 @@ class Session(SessionModes, MessageFactoryMethods):
         unacknowledged goes back to the broker."""
         connection = self._connection
         loop = asyncio.get_running_loop()
+        self._flush_lazy_ack(consumer)  # before the UNSUBSCRIBE, after any ACK of its last delivery
         if buffered:
             self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
 
@@ -1234,6 +1274,7 @@ class Session(SessionModes, MessageFactoryMethods):
         self._deferred = []
         self._deferred_abandon = []  # the lost wire answers them (ConnectionLostException)
         self._after_commit = []
+        self._lazy_acks.clear()
         self._epoch += 1
         self._tx = None
         self.wake()
