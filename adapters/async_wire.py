@@ -103,6 +103,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
             DriverSettings.from_config(config, host, stomp_version, f"a{next(self._ids)}-"),
             on_event=self._on_event,
             on_closed=self._ended,
+            hold=self._hold_reading,
         )
 
     async def open(self, headers: Mapping[str, str]) -> dict[str, str]:
@@ -136,6 +137,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
         if self._closing:
             return
         self._closing = True
+        self._wake_reader()  # a held reader reads on: DISCONNECT's receipt is behind what it holds back
         try:
             if not self._lost:
                 await self._connection.disconnect(timeout_s)
@@ -198,6 +200,9 @@ class AsyncStompWire(WireBase[AsyncPending]):
 
     def _connect_answered_hook(self) -> None:
         self._connected.set()
+
+    def _wake_reader(self) -> None:  # on the loop: jmslike.aio's inboxes and receipts live there
+        self._connection.wake_reader()
 
     def _call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
         self._loop.call_later(delay_s, callback)

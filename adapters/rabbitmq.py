@@ -159,6 +159,9 @@ class RabbitMQAdapter(StompDialect):
         # (drop-head) in its own arrival order, so concurrent publishers need no coordination.
         retained="broker",
         shared_subscriptions=True,
+        # RabbitMQ 3.10 resets a connection that stops reading (held 30 s, with or without heart-beats; raw
+        # control: python -m jmslike.conformance.held_reader): no TCP hold here.
+        byte_bound=False,
         verified_with="3.10.8",
     )
     url_options: Mapping[str, AdapterOption] = {

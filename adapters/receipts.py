@@ -54,6 +54,12 @@ class ReceiptBook(Generic[P]):
     def __len__(self) -> int:
         return len(self._pending)
 
+    @property
+    def busy(self) -> bool:
+        """Something still depends on the broker's next frames: a call waiting for its receipt, or receipts
+        held after an ERROR that named none (the connection's end, if it comes, decides them)."""
+        return bool(self._pending or self._held or self._unmatched_error is not None)
+
     def record(self, receipt_id: str, call: P) -> None:
         """``call`` waits for ``receipt_id``; recorded before the frame's first byte is written."""
         self._pending[receipt_id] = call

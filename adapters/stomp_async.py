@@ -59,8 +59,11 @@ class AsyncStompConnection:
         *,
         on_event: Callable[[Event], None],
         on_closed: Callable[[str | None, list[Receipt]], None],
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         self._host = settings.host
+        self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
+        self._resume = asyncio.Event()
         self._context = settings.context
         self._connect_timeout_s = settings.connect_timeout_s
         self._write_timeout_s = settings.write_timeout_s
@@ -237,6 +240,8 @@ class AsyncStompConnection:
         protocol = self._protocol
         loop = asyncio.get_running_loop()
         while not self._ended:
+            if self._hold is not None and self._hold() and not await self._wait_while_held(self._hold):
+                return None
             try:
                 data = await reader.read(_READ_BYTES)
             except ssl.SSLError as exc:
@@ -261,6 +266,25 @@ class AsyncStompConnection:
                     None  # closed by the broker, DISCONNECT answered, or CONNECT refused (the event says so)
                 )
         return None
+
+    def wake_reader(self) -> None:
+        """Have a reader that holds back (``hold``) ask again; on the loop."""
+        self._resume.set()
+
+    async def _wait_while_held(self, hold: Callable[[], bool]) -> bool:
+        """Read nothing while ``hold()`` says so (the stream's buffer fills and asyncio stops reading the socket,
+        TCP holds the broker back); the broker's silence is not measured meanwhile. False once ended."""
+        loop = asyncio.get_running_loop()
+        self._protocol.hold_reading(True, loop.time())
+        try:
+            while not self._ended:
+                self._resume.clear()
+                if not hold():
+                    return True
+                await self._resume.wait()
+            return False
+        finally:
+            self._protocol.hold_reading(False, loop.time())
 
     def _dispatch(self, events: list[Event], upto: Event | None = None) -> None:
         for event in events:
@@ -298,6 +322,7 @@ class AsyncStompConnection:
         if self._ended:
             return
         self._ended = True
+        self._resume.set()  # a reader holding back (jmslike.flow) sees the end
         if self._stall_watch is not None:
             self._stall_watch.cancel()
         task = self._heartbeat_task

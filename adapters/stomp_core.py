@@ -202,6 +202,7 @@ class StompProtocol:
     _clock: _Clock = field(default_factory=_Clock)
     _decoder: FrameDecoder | None = None
     _disconnect_receipt: str | None = None
+    _held: bool = False  # the driver is not reading (jmslike's consumers hold enough): silence means nothing
 
     def __post_init__(self) -> None:
         self._decoder = FrameDecoder(self.max_frame_bytes, self.max_header_bytes)
@@ -281,9 +282,17 @@ class StompProtocol:
             return b""
         return self._written(HEARTBEAT_BYTES, now)
 
+    def hold_reading(self, held: bool, now: float) -> None:
+        """The driver stops reading (``held``: jmslike's consumers hold as many bytes as they may, flow.py) or
+        reads again. Meanwhile the broker's silence is not measured: what it sent waits unread. Reading again
+        restarts the measure, so a broker that really went silent still runs into the heart-beat timeout."""
+        self._held = held
+        if not held:
+            self._clock.last_read = now
+
     def peer_silent(self, now: float) -> bool:
         """True once the broker has sent nothing for :data:`SILENCE_TOLERANCE` of its heart-beat periods."""
-        if self.state != "connected" or not self.expect_every_s:
+        if self.state != "connected" or not self.expect_every_s or self._held:
             return False
         return now - self._clock.last_read > self.expect_every_s * SILENCE_TOLERANCE
 
@@ -294,8 +303,9 @@ class StompProtocol:
         deadlines = []
         if self.send_every_s:
             deadlines.append(self._clock.last_write + self.send_every_s)
-        if self.expect_every_s:
-            deadlines.append(self._clock.last_read + self.expect_every_s * SILENCE_TOLERANCE)
+        if self.expect_every_s:  # while reading is held: look again a period later
+            last_read = now if self._held else self._clock.last_read
+            deadlines.append(last_read + self.expect_every_s * SILENCE_TOLERANCE)
         return max(now, min(deadlines)) if deadlines else None
 
     @property

@@ -250,6 +250,7 @@ class StompSocket:
         on_event: Callable[[Event], None],
         on_closed: Callable[[str | None, list[Receipt]], None],
         quick_ack: bool = False,
+        hold: Callable[[], bool] | None = None,
     ) -> None:
         self._host = settings.host
         self._context = settings.context
@@ -270,6 +271,8 @@ class StompSocket:
         self._quick_ack = quick_ack and _TCP_QUICKACK is not None
         self._quick_waiters = 0
         self._quick_lock = threading.Lock()
+        self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
+        self._resume = threading.Event()
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
 
@@ -439,6 +442,8 @@ class StompSocket:
         poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
         heartbeats_started = False
         while not self._stop.is_set():
+            if self._hold is not None and self._hold() and not self._wait_while_held(self._hold):
+                return None
             try:
                 if blocking:  # plain TCP: wait in recv itself; _end's shutdown wakes it with EOF
                     data: bytes | None = sock.recv(_RECV_BYTES)
@@ -479,6 +484,26 @@ class StompSocket:
                 # The broker closed the stream, answered DISCONNECT, or refused CONNECT (the event says so).
                 return None
         return None
+
+    def wake_reader(self) -> None:
+        """Have a reader that holds back (``hold``) ask again; from any thread."""
+        self._resume.set()
+
+    def _wait_while_held(self, hold: Callable[[], bool]) -> bool:
+        """Read nothing while ``hold()`` says so (the kernel's buffers fill, TCP holds the broker back); the
+        broker's silence is not measured meanwhile. False when the connection is being ended."""
+        with self._proto_lock:
+            self._protocol.hold_reading(True, time.monotonic())
+        try:
+            while not self._stop.is_set():
+                self._resume.clear()
+                if not hold():
+                    return True
+                self._resume.wait()
+            return False
+        finally:
+            with self._proto_lock:
+                self._protocol.hold_reading(False, time.monotonic())
 
     def _dispatch(self, events: list[Event], upto: Event | None = None) -> None:
         for event in events:
@@ -555,6 +580,7 @@ class StompSocket:
         """Wake the reader (EOF), any writer (EPIPE) and the heart-beat thread; the descriptor stays ours until
         :meth:`_release`."""
         self._stop.set()
+        self._resume.set()  # a reader holding back (jmslike.flow) sees the stop
         sock = self._sock
         if sock is not None:
             with contextlib.suppress(OSError):

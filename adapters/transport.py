@@ -127,6 +127,7 @@ class StompWire(WireBase[_Pending]):
             on_event=self._on_event,
             on_closed=self._ended,
             quick_ack=quick_ack,
+            hold=self._hold_reading,
         )
 
     # -- connection lifecycle -------------------------------------------------------------------------
@@ -164,6 +165,7 @@ class StompWire(WireBase[_Pending]):
         if self._lost:
             self._fail_all(ConnectionLostException("connection closed"))
             return
+        self._wake_reader()  # a held reader reads on: DISCONNECT's receipt is behind what it holds back
         try:
             self._socket.disconnect(timeout_s)
         finally:
@@ -225,6 +227,9 @@ class StompWire(WireBase[_Pending]):
 
     def _connect_answered_hook(self) -> None:
         self._connected.set()
+
+    def _wake_reader(self) -> None:
+        self._socket.wake_reader()
 
     def _call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
         timer = threading.Timer(delay_s, callback)

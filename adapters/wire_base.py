@@ -40,6 +40,7 @@ from jmslike.exceptions import (
     JMSSecurityException,
     JMSTimeoutException,
 )
+from jmslike.flow import BufferGauge
 
 ErrorMapper = Callable[[str, "Frame | None"], type[JMSException]]
 
@@ -81,6 +82,8 @@ class WireBase(Generic[P]):
         self._connected_headers: dict[str, str] = {}
         self._closing = False
         self._lost = False
+        # The connection's undelivered bytes (jmslike.flow), when its events offer them (contract.WireEvents).
+        self._buffer: BufferGauge | None = getattr(events, "buffer", None)
 
     @property
     def host(self) -> tuple[str, int]:
@@ -167,6 +170,8 @@ class WireBase(Generic[P]):
                 with self._lock:
                     self._receipts.record(receipt.receipt_id, pending)
                 recorded.append(receipt.receipt_id)
+                if self._buffer is not None and self._buffer.over:
+                    self._wake_reader()  # its answer is behind the messages: read on (jmslike.flow)
 
         return record
 
@@ -202,6 +207,7 @@ class WireBase(Generic[P]):
             self._handle_error(event)
         elif isinstance(event, Connected):
             self._connected_headers = dict(event.headers)
+            self._watch_buffer()
             self._answer_connect()
         elif isinstance(event, ConnectRefused):
             self._closed_silently = event.silent
@@ -250,6 +256,7 @@ class WireBase(Generic[P]):
         if self._lost:
             return
         self._lost = True
+        self._unwatch_buffer()
         if not self._connect_answered:
             if self._connect_error is None:
                 self._closed_silently = reason is None
@@ -289,7 +296,37 @@ class WireBase(Generic[P]):
         for item in ending.unanswered:
             item.finish(error)
 
+    # -- the byte bound on what the consumers hold (jmslike.flow) -------------------------------------------
+
+    def _hold_reading(self) -> bool:
+        """The driver's question before each read: stop reading while the connection's consumers hold their
+        byte bound (and no browse waits, BufferGauge.holding), unless CONNECT is unanswered, a call waits for a
+        receipt or an ERROR's outcome (it is behind the messages), or the wire is closing. Read without the
+        lock: a stale answer is corrected by the wake-up that follows every change."""
+        buffer = self._buffer
+        return (
+            buffer is not None
+            and buffer.holding
+            and self._connect_answered
+            and not self._closing
+            and not self._receipts.busy
+        )
+
+    def _watch_buffer(self) -> None:
+        """Connected: wake the reader whenever the consumers' buffer drops back under its bound."""
+        if self._buffer is not None:
+            self._buffer.watch(self._wake_reader)
+
+    def _unwatch_buffer(self) -> None:
+        if self._buffer is not None:
+            self._buffer.unwatch(self._wake_reader)
+
     # -- the driver's hooks ---------------------------------------------------------------------------------
+
+    def _wake_reader(self) -> None:
+        """A reader holding back (``_hold_reading``) asks again; called from any thread (threaded API) or on the
+        loop (jmslike.aio)."""
+        raise NotImplementedError
 
     def _connect_answered_hook(self) -> None:
         """Wake whoever waits in ``open`` (CONNECTED, a refusal, or the end of the connection)."""

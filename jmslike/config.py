@@ -61,6 +61,9 @@ class ConnectionConfig:
     connect_timeout_ms: int = 10_000
     receipt_timeout_ms: int = 30_000
     prefetch: int = 1000
+    #: Bytes of message bodies the connection's consumers may hold undelivered before its wire stops
+    #: reading (jmslike.flow); 0 = no byte bound, only ``prefetch``.
+    buffer_bytes: int = 64 * 1024 * 1024
     send_window: int = 256
     send_window_bytes: int = 1024 * 1024
     force_sync_send: bool = False
@@ -135,6 +138,12 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "connect_timeout_ms": ("connect_timeout_ms", parse_count, "how long CONNECT may take"),
     "receipt_timeout_ms": ("receipt_timeout_ms", parse_count, "how long a send/ack waits for a receipt"),
     "prefetch": ("prefetch", parse_count, "messages the broker may push ahead per consumer"),
+    "buffer_bytes": (
+        "buffer_bytes",
+        parse_count,
+        "bytes of message bodies a connection's consumers may hold undelivered before jmslike stops reading "
+        "(0 = no byte bound)",
+    ),
     "send_window": (
         "send_window",
         parse_count,

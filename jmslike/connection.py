@@ -37,6 +37,7 @@ from jmslike.exceptions import (
     JMSException,
 )
 from jmslike.failover import open_first
+from jmslike.flow import BufferGauge
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import check_session_mode, session_mode
@@ -178,6 +179,8 @@ class Connection(ConnectionDomainMethods):
         self._supervising = False
         self._server = ""
         self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
+        #: What the consumers hold undelivered, in bytes: the wire stops reading past it (jmslike.flow).
+        self.buffer = BufferGauge(self._config.buffer_bytes if adapter.capabilities.byte_bound else 0)
         self.wire: Wire = self._open_wire(None)
         self._ready.set()
 

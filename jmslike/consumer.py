@@ -23,6 +23,7 @@ from jmslike.exceptions import (
     MessageFormatException,
     UnsupportedFeatureException,
 )
+from jmslike.flow import BufferGauge
 from jmslike.messages import BytesMessage, Message
 from jmslike.selector import Selector, parse
 from jmslike.serializers import SerializerRegistry
@@ -46,11 +47,12 @@ class Inbox:
     that changes an inbox, always under its own lock, so the inbox needs none. A closed inbox stays closed:
     closing hands back what it held, for the broker to have again."""
 
-    __slots__ = ("_closed", "_items")
+    __slots__ = ("_buffer", "_closed", "_items")
 
-    def __init__(self) -> None:
+    def __init__(self, buffer: BufferGauge | None = None) -> None:
         self._items: deque[Pending] = deque()
         self._closed = False
+        self._buffer = buffer  # the connection's byte count of what its inboxes hold (jmslike.flow)
 
     @property
     def closed(self) -> bool:
@@ -58,23 +60,36 @@ class Inbox:
 
     def put(self, pending: Pending) -> None:
         self._items.append(pending)
+        if self._buffer is not None:
+            self._buffer.add(len(pending.incoming.body))
 
     def put_back(self, pending: Pending) -> None:
         """Ahead of everything else: a message redelivered locally, or left in place, comes first."""
         self._items.appendleft(pending)
+        if self._buffer is not None:
+            self._buffer.add(len(pending.incoming.body))
 
     def take(self) -> Pending:
-        return self._items.popleft()
+        pending = self._items.popleft()
+        if self._buffer is not None:
+            self._buffer.remove(len(pending.incoming.body))
+        return pending
 
     def clear(self) -> None:
         """Forget what is buffered (the connection was lost: the broker has it all again)."""
-        self._items.clear()
+        self._empty()
 
     def close(self) -> list[Pending]:
         """Take no more; what was buffered, in order."""
         self._closed = True
+        return self._empty()
+
+    def _empty(self) -> list[Pending]:
+        """Empty the inbox; what it held, in order."""
         items = list(self._items)
         self._items.clear()
+        if self._buffer is not None and items:
+            self._buffer.remove(sum(len(p.incoming.body) for p in items))
         return items
 
     def __len__(self) -> int:
@@ -85,7 +100,13 @@ class ConsumerBase:
     """What a consumer is in every API (this module's and ``jmslike.aio``'s): its subscription, its selector
     and who evaluates it, its inbox; the session decides delivery."""
 
-    def __init__(self, spec: SubscriptionSpec, selector: Selector | None, adapter: Adapter) -> None:
+    def __init__(
+        self,
+        spec: SubscriptionSpec,
+        selector: Selector | None,
+        adapter: Adapter,
+        buffer: BufferGauge | None = None,
+    ) -> None:
         self.spec = spec
         self._selector = selector
         client_filter = selector is not None and adapter.selector_placement(selector) == "client"
@@ -93,7 +114,7 @@ class ConsumerBase:
         self.client_selector = selector if client_filter else None
         #: noLocal filtered by jmslike, where the broker cannot.
         self.client_no_local = spec.no_local and not adapter.capabilities.no_local
-        self._inbox = Inbox()
+        self._inbox = Inbox(buffer)
 
     #: A durable subscriber's record (jmslike.subscriptions): set by whoever attaches one, kept up to date.
     definition: DurableDefinition | None = None
@@ -155,7 +176,7 @@ class MessageConsumer(ConsumerBase):
     """``javax.jms.MessageConsumer``: ``receive``, ``receiveNoWait``, listeners; iterable as an extra."""
 
     def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
-        super().__init__(spec, selector, session.connection.adapter)
+        super().__init__(spec, selector, session.connection.adapter, session.connection.buffer)
         self._session = session
         self._listener: MessageListener | None = None
 
@@ -369,7 +390,7 @@ class QueueBrowser(BrowserBase):
         """Yields None once subscribed, then the messages (see :meth:`getEnumeration`)."""
         connection = self._session.connection
         spec = browse_spec(connection.next_sub_id(), self._queue, self._selector, connection.config.prefetch)
-        sink = _BrowseSink(spec)
+        sink = _BrowseSink(spec, connection.buffer)
         connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
             connection.adapter.subscribe(connection.wire_for_use(), spec)
@@ -392,10 +413,11 @@ class _BrowseSink:
     """Hands a browse subscription's messages from the receiver thread to the browsing thread, in order, until the
     broker says the browse ended."""
 
-    def __init__(self, spec: SubscriptionSpec) -> None:
+    def __init__(self, spec: SubscriptionSpec, buffer: BufferGauge) -> None:
         import threading
 
         self.spec = spec
+        self._buffer = buffer  # a browse is no consumer's: while it waits, the wire reads on (jmslike.flow)
         self._items: deque[IncomingMessage] = deque()
         self._ended = False
         self._cond = threading.Condition()
@@ -420,13 +442,16 @@ class _BrowseSink:
         silence."""
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while not self._items and not self._ended:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise JMSException(
-                        f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not end it"
-                    )
-                self._cond.wait(remaining)
+            if not self._items and not self._ended:
+                with self._buffer.reading():
+                    while not self._items and not self._ended:
+                        remaining = deadline - time.monotonic()
+                        if remaining <= 0:
+                            raise JMSException(
+                                f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not "
+                                "end it"
+                            )
+                        self._cond.wait(remaining)
             return self._items.popleft() if self._items else None
 
 

@@ -60,6 +60,9 @@ class Capabilities:
     delivery_delay: bool = False
     # JMS 2.0 shared subscriptions (durable and not), mapped onto a broker queue all consumers share.
     shared_subscriptions: bool = False
+    # The byte bound on what consumers hold (jmslike.flow): the broker tolerates a client that stops reading
+    # for a while. RabbitMQ 3.10 resets it (python -m jmslike.conformance.held_reader).
+    byte_bound: bool = True
     # The broker release jmslike's integration and conformance suites last passed on (docs name the date).
     verified_with: str = "not verified"
 
@@ -84,6 +87,7 @@ class Capabilities:
             "retained": "Retained publications: latest per topic kept by (broker / jmslike)",
             "delivery_delay": "Delivery delay (JMS 2.0)",
             "shared_subscriptions": "Shared subscriptions (JMS 2.0)",
+            "byte_bound": "Consumers bounded in bytes (`buffer_bytes`; no = by `prefetch` only)",
             "verified_with": "Verified against (the release the test suites pass on)",
         }
         return {f.name: names.get(f.name, f.name) for f in fields(cls)}
@@ -200,6 +204,10 @@ class WireEvents(Protocol):
     def on_error(self, error: JMSException) -> None: ...
 
     def on_lost(self, error: ConnectionLostException) -> None: ...
+
+    # Optional: ``buffer``, a jmslike.flow.BufferGauge of the bytes the connection's consumers hold
+    # undelivered; a wire stops reading while it is over its bound. Events without one (a management
+    # connection's, a test's) never hold a wire back.
 
 
 class SilentConnectRefusal(JMSException):

@@ -67,6 +67,7 @@ from jmslike.exceptions import (
     NoRetainedMessageException,
     UnsupportedFeatureException,
 )
+from jmslike.flow import BufferGauge
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -336,8 +337,9 @@ def check_confirmed(answered: bool, error: JMSException | None) -> None:
 class _Sink:
     """Routed to by the connection like a consumer: collects a store subscription's messages."""
 
-    def __init__(self, spec: SubscriptionSpec) -> None:
+    def __init__(self, spec: SubscriptionSpec, buffer: BufferGauge) -> None:
         self.spec = spec
+        self._buffer = buffer  # no consumer's messages: while it waits, the wire reads on (jmslike.flow)
         self._cond = threading.Condition()
         self._items: list[IncomingMessage] = []
         self._ended = False
@@ -362,14 +364,14 @@ class _Sink:
             self._cond.notify_all()
 
     def wait(self, done: Callable[[], bool], deadline: float) -> list[IncomingMessage]:
-        with self._cond:
+        with self._cond, self._buffer.reading():
             while not done() and time.monotonic() < deadline:
                 self._cond.wait(max(0.0, deadline - time.monotonic()))
             return list(self._items)
 
 
 def _subscribe(connection: Connection, spec: SubscriptionSpec) -> _Sink:
-    sink = _Sink(spec)
+    sink = _Sink(spec, connection.buffer)
     connection.register_consumer(sink)  # type: ignore[arg-type]
     try:
         connection.adapter.subscribe(connection.wire_for_use(), spec)

@@ -12,6 +12,7 @@ from typing import Protocol
 
 from jmslike.contract import Adapter, Frame, IncomingMessage
 from jmslike.exceptions import ConnectionLostException, JMSException
+from jmslike.flow import BufferGauge
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ class RoutingConnection(Protocol):
 
     def on_lost(self, error: ConnectionLostException) -> None: ...
 
+    @property
+    def buffer(self) -> BufferGauge: ...
+
 
 class WireEventRouter:
     """The ``WireEvents`` of one wire (``wire`` is set once it exists)."""
@@ -42,6 +46,10 @@ class WireEventRouter:
     def __init__(self, connection: RoutingConnection) -> None:
         self._connection = connection
         self.wire: object | None = None
+
+    @property
+    def buffer(self) -> BufferGauge:
+        return self._connection.buffer
 
     def _current(self) -> bool:
         return self.wire is not None and self._connection.owns(self.wire)

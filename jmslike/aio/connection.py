@@ -43,6 +43,7 @@ from jmslike.exceptions import (
     JMSException,
 )
 from jmslike.failover import open_first_async
+from jmslike.flow import BufferGauge
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import session_mode
@@ -133,6 +134,8 @@ class Connection:
         self._closing: asyncio.Future[None] | None = None
         self.temporaries = TemporaryDestinations()
         self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
+        #: What the consumers hold undelivered, in bytes: the wire stops reading past it (jmslike.flow).
+        self.buffer = BufferGauge(self._config.buffer_bytes if adapter.capabilities.byte_bound else 0)
         self._private = PrivateLink(self.open_private)  # retained-publication stores (jmslike.aio.retained)
         self._ready = asyncio.Event()  # clear while a reconnect is under way
         self._ready.set()

@@ -28,6 +28,7 @@ from jmslike.contract import IncomingMessage, SubscriptionSpec
 from jmslike.delivery import Pending
 from jmslike.destinations import Queue
 from jmslike.exceptions import IllegalStateException, JMSException
+from jmslike.flow import BufferGauge
 from jmslike.messages import Message
 from jmslike.selector import Selector
 from jmslike.subscription_plans import refuse_remove_on_close
@@ -54,7 +55,7 @@ class MessageConsumer(ConsumerBase):
         selector: Selector | None,
         definition: DurableDefinition | None = None,
     ) -> None:
-        super().__init__(spec, selector, session.connection.adapter)
+        super().__init__(spec, selector, session.connection.adapter, session.connection.buffer)
         self._session = session
         self._listener: MessageListener | None = None
         #: A durable subscriber's record (jmslike.subscriptions), kept up to date when it closes.
@@ -208,7 +209,7 @@ class QueueBrowser(BrowserBase):
         self._session.check_open()
         connection = self._session.connection
         spec = browse_spec(connection.next_sub_id(), self._queue, self._selector, connection.config.prefetch)
-        sink = _BrowseSink(spec)
+        sink = _BrowseSink(spec, connection.buffer)
         connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
             await connection.in_worker(connection.adapter.subscribe, connection.blocking_wire(), spec)
@@ -252,8 +253,9 @@ class _BrowseSink:
 
     closed = True
 
-    def __init__(self, spec: SubscriptionSpec) -> None:
+    def __init__(self, spec: SubscriptionSpec, buffer: BufferGauge) -> None:
         self.spec = spec
+        self._buffer = buffer  # a browse is no consumer's: while it waits, the wire reads on (jmslike.flow)
         self._items: deque[IncomingMessage] = deque()
         self._ended = False
         self._changed = asyncio.Event()
@@ -268,15 +270,16 @@ class _BrowseSink:
     async def next(self, timeout_s: float) -> IncomingMessage | None:
         """The next message, or None once the broker ended the browse; JMSException after ``timeout_s`` of
         silence."""
-        while not self._items and not self._ended:
-            self._changed.clear()
-            try:
-                async with asyncio.timeout(timeout_s):
-                    await self._changed.wait()
-            except TimeoutError:
-                raise JMSException(
-                    f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not end it"
-                ) from None
+        with self._buffer.reading():
+            while not self._items and not self._ended:
+                self._changed.clear()
+                try:
+                    async with asyncio.timeout(timeout_s):
+                        await self._changed.wait()
+                except TimeoutError:
+                    raise JMSException(
+                        f"the broker sent nothing for {timeout_s:.1f}s during a queue browse and did not end it"
+                    ) from None
         return self._items.popleft() if self._items else None
 
 

@@ -125,3 +125,16 @@ def test_every_recorded_call_is_answered_exactly_once(steps: list[tuple[str, int
     ending = book.end(closing)
     answered += ([ending.culprit] if ending.culprit is not None else []) + ending.arrived + ending.unanswered
     assert sorted(answered) == list(range(10))
+
+
+def test_busy_while_a_call_waits_or_receipts_are_held_after_an_unmatched_error() -> None:
+    """What keeps a wire reading past the consumers' byte bound (jmslike.flow): the outcome is behind."""
+    book: ReceiptBook[str] = ReceiptBook()
+    assert not book.busy
+    book.record("r1", "send-1")
+    assert book.busy
+    assert book.unmatched("refused something", now=0.0)
+    assert book.receipt("r1") is None, "held after the unmatched ERROR"
+    assert len(book) == 0 and book.busy, "the held receipt's outcome depends on what comes next"
+    held, _ = book.release_due(now=HOLD_AFTER_ERROR_S + 1.0)
+    assert held == ["send-1"] and not book.busy

@@ -279,6 +279,20 @@ def test_part_of_a_frame_is_no_sign_of_life() -> None:
     assert not protocol.peer_silent(now=8.0 + 5.0 * SILENCE_TOLERANCE)
 
 
+def test_silence_is_not_measured_while_jmslike_holds_reading_back() -> None:
+    """jmslike.flow: a reader that stops reading sees no heart-beats; that is no sign of a dead broker."""
+    protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s
+    tolerance = 5.0 * SILENCE_TOLERANCE
+    protocol.receive_data(b"\n", now=1.0)
+    protocol.hold_reading(True, now=2.0)
+    assert not protocol.peer_silent(now=1000.0)
+    deadline = protocol.next_deadline(now=1000.0)
+    assert deadline is not None and deadline > 1000.0, "the heart-beat loop neither spins nor ends meanwhile"
+    protocol.hold_reading(False, now=1000.0)  # reading again: the measure restarts now
+    assert not protocol.peer_silent(now=1000.0 + tolerance)
+    assert protocol.peer_silent(now=1000.0 + tolerance + 0.1), "a broker silent after that still times out"
+
+
 def test_no_heartbeats_when_either_side_offers_none() -> None:
     protocol = connected(heartbeat_ms=(0, 0))
     assert protocol.heartbeat_due(now=1e9) == b""
