@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from jmslike.contract import IncomingMessage
+import deliveries
+
 from jmslike.delivery import Pending
 from jmslike.delivery import acks_for as _acks_for
 
@@ -28,27 +29,7 @@ class _Consumer:
 
 
 def _pending(sub_id: str, ack_id: str, local: bool = False) -> Pending:
-    incoming = IncomingMessage(
-        sub_id=sub_id,
-        ack_id=ack_id,
-        broker_message_id=None,
-        message_id=None,
-        destination=None,
-        timestamp=0,
-        delivery_mode=2,
-        priority=4,
-        expiration=0,
-        correlation_id=None,
-        reply_to=None,
-        jms_type=None,
-        redelivered=False,
-        type_tag=None,
-        body=b"",
-        headers={},
-        property_headers={},
-        local=local,
-    )
-    return Pending(incoming)
+    return deliveries.pending(sub_id, ack_id, local=local)
 
 
 def _ids(batch: list[tuple[Any, Pending]]) -> list[str]:

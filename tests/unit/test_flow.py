@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
+import deliveries
 from hypothesis import given
 from hypothesis import strategies as st
 
 from jmslike.consumer import Inbox
-from jmslike.contract import IncomingMessage
 from jmslike.delivery import Pending
 from jmslike.flow import BufferGauge
 
 
 def pending(size: int) -> Pending:
-    incoming = IncomingMessage(
-        sub_id="s",
-        ack_id="a",
-        broker_message_id=None,
-        message_id="m",
-        destination=None,
-        timestamp=0,
-        delivery_mode=2,
-        priority=4,
-        expiration=0,
-        correlation_id=None,
-        reply_to=None,
-        jms_type=None,
-        redelivered=False,
-        type_tag=None,
-        body=b"x" * size,
-        headers={},
-        property_headers={},
-    )
-    return Pending(incoming)
+    return deliveries.pending(body=b"x" * size)
 
 
 def test_over_past_the_bound_and_released_at_half_of_it() -> None:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jmslike.contract import IncomingMessage, SubscriptionSpec
+import deliveries
+
+from jmslike.contract import SubscriptionSpec
 from jmslike.delivery import LazyAcks, Pending
 from jmslike.destinations import Queue
 
@@ -21,27 +23,7 @@ def consumer(prefetch: int) -> Consumer:
 
 
 def pending(n: int, local: bool = False) -> Pending:
-    incoming = IncomingMessage(
-        sub_id="s",
-        ack_id=f"a{n}",
-        broker_message_id=None,
-        message_id=f"m{n}",
-        destination=None,
-        timestamp=0,
-        delivery_mode=2,
-        priority=4,
-        expiration=0,
-        correlation_id=None,
-        reply_to=None,
-        jms_type=None,
-        redelivered=False,
-        type_tag=None,
-        body=b"",
-        headers={},
-        property_headers={},
-        local=local,
-    )
-    return Pending(incoming)
+    return deliveries.pending(ack_id=f"a{n}", local=local)
 
 
 def test_one_ack_per_half_a_prefetch_while_more_is_buffered() -> None:
