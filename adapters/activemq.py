@@ -226,7 +226,7 @@ class ActiveMQAdapter(StompDialect):
                 "a %s body does not parse (%s); delivering it as a BytesMessage", MAP_TRANSFORMATION, error
             )
             return dataclasses.replace(incoming, type_tag="bytes")
-        _, body, _ = encode_body(MapMessage._from_items(items))
+        _, body, _ = encode_body(MapMessage.from_typed_items(items))
         return dataclasses.replace(incoming, type_tag="map", body=body)
 
     def error_for(self, message: str, frame: Frame | None) -> type[JMSException]:

@@ -80,7 +80,8 @@ class RawClient:
             self._receipts[receipt] = done
         return receipt
 
-    def _resolve(self, receipt: str) -> None:
+    def resolve(self, receipt: str) -> None:
+        """A RECEIPT from the receiver thread: run what waited for it."""
         with self._lock:
             done = self._receipts.pop(receipt, None)
         if done is not None:
@@ -181,6 +182,15 @@ class RawClient:
         while (frame := self._handoff.get()) is not None:
             self._on_message(self, frame)
 
+    def deliver(self, frame: Frame) -> None:
+        """A MESSAGE from the receiver thread: to the listener's thread, the callback, or the inbox."""
+        if self._handoff is not None:
+            self._handoff.put(frame)
+        elif self._on_message is not None:
+            self._on_message(self, frame)
+        else:
+            self.inbox.put(frame)
+
     def close(self) -> None:
         with contextlib.suppress(Exception):  # best effort at the end of a measurement
             self.conn.disconnect()
@@ -195,15 +205,10 @@ class _Listener(stomp.ConnectionListener):  # type: ignore[misc]
         self._client = client
 
     def on_receipt(self, frame: Frame) -> None:
-        self._client._resolve(frame.headers.get("receipt-id", ""))
+        self._client.resolve(frame.headers.get("receipt-id", ""))
 
     def on_message(self, frame: Frame) -> None:
-        if self._client._handoff is not None:
-            self._client._handoff.put(frame)
-        elif self._client._on_message is not None:
-            self._client._on_message(self._client, frame)
-        else:
-            self._client.inbox.put(frame)
+        self._client.deliver(frame)
 
     def on_error(self, frame: Frame) -> None:
         print(f"raw client: ERROR frame {frame.headers} {frame.body!r}", flush=True)

@@ -110,7 +110,7 @@ class Outcome:
 def _manage(probe: ArtemisProbe, resource: str, operation: str, *params: object) -> tuple[bool, bytes]:
     admin = raw_stomp_client(probe.broker)
     try:
-        return probe._manage(admin, resource, operation, *params)
+        return probe.manage(admin, resource, operation, *params)
     finally:
         admin.disconnect()
 

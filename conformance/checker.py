@@ -116,19 +116,20 @@ class PendingOp:
         return self._template.op
 
     def ok(self, **fields: Any) -> None:
-        self._complete("ok", fields)
+        self.complete("ok", fields)
 
     def fail(self, error: object = "", **fields: Any) -> None:
-        self._complete("fail", {**fields, "error": str(error)})
+        self.complete("fail", {**fields, "error": str(error)})
 
     def unknown(self, error: object = "", **fields: Any) -> None:
-        self._complete("unknown", {**fields, "error": str(error)})
+        self.complete("unknown", {**fields, "error": str(error)})
 
-    def _complete(self, type_: RecordType, fields: dict[str, Any]) -> None:
+    def complete(self, type_: RecordType, fields: dict[str, Any]) -> None:
+        """Record the outcome; ok/fail/unknown say it by name, OpLog.record passes a status it was given."""
         if self._done:
             raise RuntimeError(f"operation {self._template.op} completed twice")
         self._done = True
-        self._log._append(self._template, type_, fields)
+        self._log.append_completion(self._template, type_, fields)
 
 
 def _norm(fields: dict[str, Any]) -> dict[str, Any]:
@@ -181,7 +182,7 @@ class OpLog:
     def record(self, kind: OpKind, process: str, status: Status = "ok", **fields: Any) -> None:
         """An operation whose invoke and completion are the same instant (a receive that returned)."""
         pending = self.invoke(kind, process, **fields)
-        pending._complete(status, {})
+        pending.complete(status, {})
 
     def fault(self, name: str) -> PendingOp:
         """Start a fault (``ok()`` on the handle when it healed)."""
@@ -190,7 +191,8 @@ class OpLog:
     def observe(self, endpoint: str, exists: bool, process: str = "probe") -> None:
         self.record("observe", process, endpoint=endpoint, exists=exists)
 
-    def _append(self, template: Record, type_: RecordType, fields: dict[str, Any]) -> None:
+    def append_completion(self, template: Record, type_: RecordType, fields: dict[str, Any]) -> None:
+        """Called by PendingOp.complete: the completion record, merged with its invocation's."""
         with self._lock:
             record = dataclasses.replace(
                 template,

@@ -187,7 +187,7 @@ def _decode_map(body: bytes, headers: Mapping[str, str], serializers: Serializer
     document = _json_loads(body, "MapMessage")
     if not isinstance(document, dict):
         raise MessageFormatException(f"the MapMessage body is JSON {type(document).__name__}, not an object")
-    return MapMessage._from_items(
+    return MapMessage.from_typed_items(
         {name: _element_from_json(element, f"map field {name!r:.40}") for name, element in document.items()}
     )
 
@@ -196,7 +196,7 @@ def _decode_stream(body: bytes, headers: Mapping[str, str], serializers: Seriali
     document = _json_loads(body, "StreamMessage")
     if not isinstance(document, list):
         raise MessageFormatException(f"the StreamMessage body is JSON {type(document).__name__}, not a list")
-    return StreamMessage._from_items(
+    return StreamMessage.from_typed_items(
         [_element_from_json(element, f"stream field {index}") for index, element in enumerate(document)]
     )
 
@@ -204,7 +204,7 @@ def _decode_stream(body: bytes, headers: Mapping[str, str], serializers: Seriali
 def _decode_object(body: bytes, headers: Mapping[str, str], serializers: SerializerRegistry) -> Message:
     """An unknown serializer does not fail here: getObject() raises, naming it (see SerializerRegistry)."""
     serializer = serializers.resolve(headers.get(SERIALIZER_HEADER, JSON.name))
-    return ObjectMessage._from_serialized(None if _is_null(headers) else body, serializer)
+    return ObjectMessage.from_serialized(None if _is_null(headers) else body, serializer)
 
 
 def _decode_plain(body: bytes, headers: Mapping[str, str], serializers: SerializerRegistry) -> Message:

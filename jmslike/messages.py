@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, TypeVar, cast
 
@@ -79,20 +79,23 @@ def _byte_slice(value: object, offset: int, length: int | None, what: str) -> by
 class _PropertyView(Mapping[str, Scalar]):
     """A live read-only view of a message's properties, name → Python value."""
 
-    def __init__(self, message: Message) -> None:
-        self._message = message
+    def __init__(
+        self, lookup: Callable[[str], TypedValue | None], names: Callable[[], Iterable[str]]
+    ) -> None:
+        self._lookup = lookup
+        self._names = names
 
     def __getitem__(self, name: str) -> Scalar:
-        typed = self._message._property(name)
+        typed = self._lookup(name)
         if typed is None:
             raise KeyError(name)
         return typed.value
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._message.getPropertyNames())
+        return iter(self._names())
 
     def __len__(self) -> int:
-        return len(self._message.getPropertyNames())
+        return sum(1 for _ in self._names())
 
 
 class Message:
@@ -332,7 +335,7 @@ class Message:
     @property
     def properties(self) -> Mapping[str, Scalar]:
         """A live, read-only mapping of property names to values (set them with the set*Property methods)."""
-        return _PropertyView(self)
+        return _PropertyView(self._property, self.getPropertyNames)
 
     # -- body -----------------------------------------------------------------------------------------
 
@@ -708,7 +711,8 @@ class StreamMessage(_StreamedMessage):
         """How far into the current byte[] field readBytes has got; None when not inside one."""
 
     @classmethod
-    def _from_items(cls, items: list[TypedValue | None]) -> StreamMessage:
+    def from_typed_items(cls, items: list[TypedValue | None]) -> StreamMessage:
+        """A received StreamMessage from decoded fields (body codecs and adapters build it this way)."""
         message = cls()
         message._items = items
         return message
@@ -842,7 +846,8 @@ class MapMessage(Message):
             self.setObject(name, value)
 
     @classmethod
-    def _from_items(cls, items: dict[str, TypedValue | None]) -> MapMessage:
+    def from_typed_items(cls, items: dict[str, TypedValue | None]) -> MapMessage:
+        """A received MapMessage from decoded fields (body codecs and adapters build it this way)."""
         message = cls()
         message._map = items
         return message
@@ -967,7 +972,8 @@ class ObjectMessage(Message):
         self.setObject(obj)
 
     @classmethod
-    def _from_serialized(cls, data: bytes | None, serializer: ObjectSerializer) -> ObjectMessage:
+    def from_serialized(cls, data: bytes | None, serializer: ObjectSerializer) -> ObjectMessage:
+        """A received ObjectMessage: deserialized only when getObject() asks, so a bad body fails there."""
         message = cls(serializer=serializer)
         message._data = data
         return message

@@ -250,7 +250,7 @@ def unregister_cleanup(owner: object) -> None:
 
 
 def _register(broker: LocalBroker) -> None:
-    register_cleanup(broker, str(broker.url), broker._emergency_cleanup)
+    register_cleanup(broker, str(broker.url), broker.emergency_cleanup)
 
 
 def _unregister(broker: LocalBroker) -> None:
@@ -540,7 +540,8 @@ class LocalBroker(BrokerHandle, abc.ABC):
             proc.release()
             wait_port_closed(self.host, self.port, timeout_s=5.0)
 
-    def _emergency_cleanup(self) -> None:
+    def emergency_cleanup(self) -> None:
+        """Kill the broker from an atexit or signal handler: nothing graceful, nothing that may block."""
         proc = self._proc
         if proc is not None:
             proc.emergency_kill()

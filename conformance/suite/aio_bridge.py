@@ -143,7 +143,7 @@ class Bridged:
 
     def _unbridge(self, value: Any) -> Any:
         if isinstance(value, Bridged):
-            return value._target
+            return value.target
         if callable(value) and not isinstance(value, type):
             return _in_worker(value, self._loop)
         if hasattr(value, "onCompletion"):  # a CompletionListener: both of its methods
@@ -176,7 +176,7 @@ class Bridged:
         self.close()
 
     def __eq__(self, other: object) -> bool:
-        return self._target == (other._target if isinstance(other, Bridged) else other)
+        return self._target == (other.target if isinstance(other, Bridged) else other)
 
     def __hash__(self) -> int:
         return hash(self._target)

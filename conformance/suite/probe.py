@@ -185,7 +185,8 @@ class ArtemisProbe(BrokerProbe):
                 raise AssertionError(f"Artemis answered the probe with {frame}")
         raise AssertionError(f"no {command} from Artemis within {within_s} s")
 
-    def _manage(self, client: Any, resource: str, operation: str, *params: object) -> tuple[bool, bytes]:
+    def manage(self, client: Any, resource: str, operation: str, *params: object) -> tuple[bool, bytes]:
+        """One Artemis management call over ``client`` (a raw stompest connection): (succeeded, reply body)."""
         from stompest.protocol import StompFrame, StompSpec
 
         reply_to = f"probe.reply.{uuid.uuid4().hex}"
@@ -229,7 +230,7 @@ class ArtemisProbe(BrokerProbe):
         queue = f"{client_id}.{name}"
         client = self._client()
         try:
-            exists, detail = self._manage(client, f"queue.{queue}", "getMessageCount")
+            exists, detail = self.manage(client, f"queue.{queue}", "getMessageCount")
             if not exists:
                 assert b"does not exist" in detail or b"Cannot find resource" in detail, detail
                 return None
@@ -245,7 +246,7 @@ class ArtemisProbe(BrokerProbe):
             return []
         client = self._client()
         try:
-            removed, detail = self._manage(client, "broker", "destroyQueue", f"{client_id}.{name}")
+            removed, detail = self.manage(client, "broker", "destroyQueue", f"{client_id}.{name}")
             assert removed, detail
         finally:
             client.disconnect()

@@ -886,7 +886,7 @@ def test_object_message_custom_and_failing_serializers() -> None:
     assert m.getObject() == "abc"
     with pytest.raises(MessageFormatException, match="'broken' failed"):
         ObjectMessage("x", serializer=_Broken())
-    failing = ObjectMessage._from_serialized(b"x", _Broken())
+    failing = ObjectMessage.from_serialized(b"x", _Broken())
     with pytest.raises(MessageFormatException, match="'broken' failed"):
         failing.getObject()
     with pytest.raises(MessageFormatException):
