@@ -30,8 +30,9 @@ from collections.abc import Mapping
 from jmslike import selector as selectors
 from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import decode_body, encode_body
-from jmslike.config import AdapterOption, ConnectionConfig, parse_bool
+from jmslike.config import ConnectionConfig, parse_bool
 from jmslike.contract import (
+    AdapterOption,
     Capabilities,
     Frame,
     IncomingMessage,

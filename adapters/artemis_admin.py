@@ -34,7 +34,7 @@ from jmslike.catalogue import Entry, key_of
 from jmslike.exceptions import InvalidDestinationException, JMSException
 from jmslike.subscriptions import DurableDefinition, SubscriptionInfo, subscription_info
 
-from .artemis import (
+from .artemis_management import (
     ANYCAST,
     BROKER_RESOURCE,
     CLIENT_ID_LOCK_PREFIX,

@@ -24,8 +24,8 @@ from jmslike.contract import RETAINED_STORE_PREFIX
 from jmslike.exceptions import ResourceAllocationException
 from jmslike.topics import TopicSyntax, from_broker, is_wildcard, matches
 
-from .artemis import ANYCAST, ManagementSession, create_queue, queue_configuration
 from .artemis_admin import join_value, list_messages, list_queue_rows, split_value
+from .artemis_management import ANYCAST, ManagementSession, create_queue, queue_configuration
 
 #: The property whose value every copy shares: the last-value key of a store queue.
 RETAINED_KEY_PROPERTY: Final = "jmslike_retained"

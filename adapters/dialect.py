@@ -17,9 +17,10 @@ from collections.abc import Callable, Mapping
 
 from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import TYPE_HEADER
-from jmslike.config import AdapterOption, ConnectionConfig
+from jmslike.config import ConnectionConfig
 from jmslike.constants import DeliveryMode
 from jmslike.contract import (
+    AdapterOption,
     Browse,
     Capabilities,
     Frame,

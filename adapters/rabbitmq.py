@@ -44,9 +44,10 @@ import threading
 from collections.abc import Callable, Mapping
 
 from jmslike.adapters.stomp_core import Version
-from jmslike.config import AdapterOption, ConnectionConfig, parse_count
+from jmslike.config import ConnectionConfig, parse_count
 from jmslike.contract import (
     RETAINED_STORE_PREFIX,
+    AdapterOption,
     Browse,
     Capabilities,
     Frame,

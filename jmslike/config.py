@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote
 
-from jmslike.exceptions import JMSException
-
-
-class ConfigurationError(JMSException, ValueError):
-    """A connection URL or option is malformed; the message says which part and what is allowed."""
+# AdapterOption and ConfigurationError live where the registry can reach them without this module (which
+# asks the registry for the adapters' options); imported as X as X so they stay part of this module's API.
+from jmslike.contract import AdapterOption as AdapterOption
+from jmslike.exceptions import ConfigurationError as ConfigurationError
+from jmslike.registry import adapter_url_options
 
 
 @dataclass(frozen=True)
@@ -192,17 +192,6 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
 _TLS_FIELDS = {"ca_file", "cert_file", "key_file", "check_hostname"}
 
 
-@dataclass(frozen=True)
-class AdapterOption:
-    """A URL option an adapter declares for its own scheme (``Adapter.url_options``): a third-party adapter
-    gets options of its own without this module knowing them. ``parse`` raises ValueError saying what is
-    allowed."""
-
-    parse: Callable[[str], object]
-    default: object
-    meaning: str
-
-
 def parse_url(
     url: str,
     known_schemes: tuple[str, ...] | None = None,
@@ -232,7 +221,7 @@ def parse_url(
     hosts = tuple(_parse_host(part, url_scheme=scheme) for part in authority.split(",") if part.strip())
     if not hosts:
         raise ConfigurationError(f"connection URL for {scheme} names no host; expected {scheme}://HOST:PORT")
-    declared = _declared_options() if adapter_options is None else adapter_options
+    declared = adapter_url_options() if adapter_options is None else adapter_options
     own = declared.get(scheme, {})
     values: dict[str, object] = {}
     tls_values: dict[str, object] = {}
@@ -274,12 +263,6 @@ def _parse_option(key: str, raw: str, parser: object) -> object:
         return parser(raw)  # type: ignore[operator]
     except ValueError as exc:
         raise ConfigurationError(f"URL option {key}={raw!r} is invalid: {exc}") from exc
-
-
-def _declared_options() -> Mapping[str, Mapping[str, AdapterOption]]:
-    from jmslike.registry import adapter_url_options  # the registry imports this module
-
-    return adapter_url_options()
 
 
 def _parse_host(part: str, url_scheme: str) -> tuple[str, int]:

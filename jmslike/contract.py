@@ -18,7 +18,7 @@ from jmslike.exceptions import ConnectionLostException, JMSException
 from jmslike.topics import TopicSyntax
 
 if TYPE_CHECKING:
-    from jmslike.config import AdapterOption, ConnectionConfig
+    from jmslike.config import ConnectionConfig
     from jmslike.selector import Selector
     from jmslike.subscriptions import DurableDefinition, SubscriptionInfo
 
@@ -255,6 +255,18 @@ class Wire(Protocol):
 
     def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> PendingReceipt:
         """Send with a receipt and return at once; ``callback`` (receiver thread) gets the answer too."""
+
+
+@dataclass(frozen=True)
+class AdapterOption:
+    """A URL option an adapter declares for its own scheme (``Adapter.url_options``): a third-party adapter
+    gets options of its own without :mod:`jmslike.config` knowing them. ``parse`` raises ValueError saying
+    what is allowed. Part of the contract (not of the config module, which still exports it) so the registry
+    can read adapters' options without importing the config module that asks it for them."""
+
+    parse: Callable[[str], object]
+    default: object
+    meaning: str
 
 
 class Adapter(Protocol):

@@ -120,6 +120,14 @@ class JMSTimeoutException(JMSException, TimeoutError):
     """A wait for the broker (receipt, connect) ran past its deadline."""
 
 
+class ConfigurationError(JMSException, ValueError):
+    """A connection URL or option is malformed; the message says which part and what is allowed.
+
+    Here rather than in :mod:`jmslike.config` because :mod:`jmslike.registry` raises it too, and the config
+    module reads the registry: defined there, the two modules would import each other. Not in ``__all__``
+    (it is not a JMS name); :mod:`jmslike.config` still exports it."""
+
+
 # -- JMS 2.0's unchecked exceptions, thrown by the simplified API (JMSContext, JMSProducer, JMSConsumer) --
 
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from functools import cache
 from importlib.metadata import entry_points
 
-from jmslike.config import AdapterOption, ConfigurationError
-from jmslike.contract import Adapter
+from jmslike.contract import Adapter, AdapterOption
+from jmslike.exceptions import ConfigurationError
 
 GROUP = "jmslike.adapters"
 

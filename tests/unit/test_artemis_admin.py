@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from jmslike.adapters.artemis import ManagementReply
 from jmslike.adapters.artemis_admin import (
     PAGE_SIZE,
     PART_PROPERTY_PREFIX,
@@ -17,6 +16,7 @@ from jmslike.adapters.artemis_admin import (
     parse_queue_list,
     record_headers,
 )
+from jmslike.adapters.artemis_management import ManagementReply
 from jmslike.catalogue import Entry, key_of
 from jmslike.exceptions import JMSException
 from jmslike.subscriptions import DurableDefinition

@@ -20,28 +20,30 @@ from typing import Any
 
 import pytest
 
-from jmslike.adapters import artemis
+from jmslike.adapters import artemis, artemis_management
 from jmslike.adapters.artemis import (
     CLIENT_ID_HEADER,
     CONNECTION_HEADER,
     ArtemisAdapter,
-    ManagementReply,
-    QueueInfo,
     artemis_selector,
-    client_id_lock_queue,
     client_side_filter,
     consumer_window_size,
+    plan_durable,
+    prepare_durable,
+    stable_message_id,
+    untagged_type,
+)
+from jmslike.adapters.artemis_management import (
+    ManagementReply,
+    QueueInfo,
+    client_id_lock_queue,
     create_queue,
     durable_queue_name,
     lookup_queue,
     management_failure,
     management_request,
     parse_management_reply,
-    plan_durable,
-    prepare_durable,
     queue_configuration,
-    stable_message_id,
-    untagged_type,
 )
 from jmslike.adapters.dialect import ID_HEADER, TYPE_HEADER
 from jmslike.constants import DeliveryMode
@@ -795,11 +797,11 @@ def test_management_sends_go_without_content_length() -> None:
     from jmslike.adapters.stomp_core import wire_headers
     from jmslike.config import parse_url
 
-    wire = artemis._ManagementWire(
+    wire = artemis_management._ManagementWire(
         parse_url("artemis://127.0.0.1:1"),
         ("127.0.0.1", 1),
         "1.2",
-        artemis._ReplySink(),
+        artemis_management._ReplySink(),
         ArtemisAdapter().error_for,
     )
     prepared = wire._prepare(management_request("broker", "op", [], reply_to="r", correlation_id="c"))
@@ -861,7 +863,7 @@ def test_error_classification(text: str, error_class: type[JMSException]) -> Non
 
 
 def test_a_shared_subscription_gets_its_own_queue_and_consumers_attach_by_fqqn() -> None:
-    from jmslike.adapters.artemis import shared_queue_name
+    from jmslike.adapters.artemis_management import shared_queue_name
 
     session = ScriptedManagement(
         {

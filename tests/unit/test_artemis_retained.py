@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from jmslike.adapters.artemis import ManagementReply
 from jmslike.adapters.artemis_admin import join_value
+from jmslike.adapters.artemis_management import ManagementReply
 from jmslike.adapters.artemis_retained import (
     ENVELOPE_PREFIX,
     MAX_ENVELOPE_BYTES,
