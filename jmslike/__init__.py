@@ -30,7 +30,7 @@ _map_source_checkout()
 
 from jmslike.connection import Connection, ConnectionFactory, ConnectionMetaData
 from jmslike.constants import AcknowledgeMode, DeliveryMode
-from jmslike.consumer import MessageConsumer, QueueBrowser, TopicSubscriber
+from jmslike.consumer import MessageConsumer, QueueBrowser
 from jmslike.context import JMSConsumer, JMSContext, JMSProducer
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.domains import (
@@ -46,6 +46,7 @@ from jmslike.domains import (
     TopicRequestor,
     TopicSession,
 )
+from jmslike.durable_subscriptions import TopicSubscriber
 from jmslike.exceptions import *  # noqa: F403
 from jmslike.exceptions import __all__ as _exception_names
 from jmslike.messages import BytesMessage, MapMessage, Message, ObjectMessage, StreamMessage, TextMessage

@@ -41,7 +41,12 @@ from typing import TYPE_CHECKING, Protocol
 from jmslike.constants import AcknowledgeMode
 from jmslike.contract import Adapter, SubscriptionRegistry
 from jmslike.destinations import Queue
-from jmslike.exceptions import InvalidClientIDException, JMSException, UnsupportedFeatureException
+from jmslike.exceptions import (
+    IllegalStateException,
+    InvalidClientIDException,
+    JMSException,
+    UnsupportedFeatureException,
+)
 from jmslike.messages import Message, TextMessage
 from jmslike.subscriptions import DurableDefinition, SubscriptionInfo, subscription_info
 
@@ -79,6 +84,10 @@ class RegistryOwner(Protocol):
     @property
     def generation(self) -> int:
         """Advances on every reconnect (a client ID that was free for a while may have lost subscriptions)."""
+        ...
+
+    def open_private(self) -> Connection:
+        """A new threaded connection, not yet started, to the same broker with the same credentials."""
         ...
 
 
@@ -139,13 +148,19 @@ def registry_for(connection: RegistryOwner) -> SubscriptionRegistry:
                     "subscription records (resume by name, expiry, administration)",
                     "the broker has no management interface and cannot browse and select on queues",
                 )
-            owner = weakref.ref(connection)
+            owner = weakref.ref(connection)  # the registry is kept per owner: it must not keep it alive
 
             def generation() -> int:
                 alive = owner()
                 return alive.generation if alive is not None else -1
 
-            registry = QueueCatalogue(connection.config, type(connection.adapter), generation)
+            def open_private() -> Connection:
+                alive = owner()
+                if alive is None:
+                    raise IllegalStateException("the connection this subscription registry served is gone")
+                return alive.open_private()
+
+            registry = QueueCatalogue(connection.config, open_private, generation)
         _registries[connection] = registry
     return registry
 
@@ -166,10 +181,13 @@ class QueueCatalogue:
     def __init__(
         self,
         config: ConnectionConfig,
-        adapter_type: type[Adapter] | None = None,
+        open_connection: Callable[[], Connection],
         generation: Callable[[], int] | None = None,
     ) -> None:
+        """``open_connection``: a new threaded connection to ``config``'s broker, not yet started (the owner's
+        ``open_private``; passed in because jmslike.connection builds on this module)."""
         self._config = config
+        self._open_connection = open_connection
         # The live records of the keys this process has read or written. Only the holder of a client ID
         # writes its records (the broker allows one holder at a time), so what this connection knows of its
         # own keys stays true while it holds the ID; it saves a browse (~50 ms on ActiveMQ) per operation.
@@ -180,20 +198,12 @@ class QueueCatalogue:
         # may have deleted a subscription meanwhile), so what was remembered is forgotten.
         self._generation = generation
         self._known_generation = generation() if generation is not None else 0
-        self._adapter_type: type[Adapter] | None = adapter_type
 
     def __repr__(self) -> str:
         return f"QueueCatalogue({self._config.describe()!r})"
 
     def _open(self, client_id: str | None = None) -> Connection:
-        from jmslike.connection import Connection
-        from jmslike.registry import load_adapter
-        from jmslike.serializers import SerializerRegistry
-
-        adapter = (
-            self._adapter_type() if self._adapter_type is not None else load_adapter(self._config.scheme)
-        )
-        connection = Connection(self._config, adapter, SerializerRegistry())
+        connection = self._open_connection()
         try:
             if client_id is not None:
                 connection.setClientID(client_id)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
+from jmslike.context import JMSContext, SharedConnection
 from jmslike.contract import Adapter, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
@@ -40,6 +41,8 @@ from jmslike.failover import open_first
 from jmslike.flow import BufferGauge
 from jmslike.registry import adapter_names, load_adapter
 from jmslike.serializers import SerializerRegistry
+from jmslike.session import Session
+from jmslike.session_engine import SessionEngine
 from jmslike.session_mode import check_session_mode, session_mode
 from jmslike.subscription_plans import open_durable_names, open_shared_durable_names
 from jmslike.temporary import TemporaryDestinations
@@ -47,8 +50,6 @@ from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
     from jmslike.consumer import MessageConsumer
-    from jmslike.context import JMSContext
-    from jmslike.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -134,8 +135,6 @@ class ConnectionFactory:
     def createContext(self, *args: Any, **kwargs: Any) -> JMSContext:
         """JMS 2.0: ``createContext()``, ``createContext(sessionMode)``, ``createContext(userName, password)``
         or ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection."""
-        from jmslike.context import JMSContext, SharedConnection
-
         user, password, mode = context_arguments(args, kwargs)
         connection = self.createConnection(user, password)
         try:
@@ -303,8 +302,6 @@ class Connection(ConnectionDomainMethods):
         """JMS 2.0's three forms: ``createSession()`` (AUTO_ACKNOWLEDGE), ``createSession(sessionMode)`` and
         ``createSession(transacted, acknowledgeMode)``; a ``transacted`` that is not a bool is refused
         (see jmslike.session_mode: an int there would otherwise silently mean "transacted")."""
-        from jmslike.session import Session
-
         mode = session_mode(*args, **kwargs)
         with self._lock:
             self.check_open()
@@ -407,10 +404,10 @@ class Connection(ConnectionDomainMethods):
         """Names of the shared durable subscriptions this connection has open consumers on."""
         return open_shared_durable_names(self._consumers.values())
 
-    def remove_session(self, session: Session) -> None:
+    def remove_session(self, session: SessionEngine) -> None:
+        """A session closed (called by its engine, hence the base type)."""
         with self._lock:
-            if session in self._sessions:
-                self._sessions.remove(session)
+            self._sessions = [kept for kept in self._sessions if kept is not session]
 
     def sessions(self) -> list[Session]:
         return list(self._sessions)

@@ -1,4 +1,4 @@
-"""MessageConsumer, TopicSubscriber and QueueBrowser.
+"""MessageConsumer and QueueBrowser (TopicSubscriber, the durable kind, is jmslike.durable_subscriptions').
 
 A consumer owns one broker subscription and an inbox the receiver thread fills; the session decides
 when and on which thread its messages are handed out (see session.py). Building the Message object
@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from jmslike import body_codec
 from jmslike.constants import DeliveryMode
 from jmslike.contract import Adapter, IncomingMessage, SubscriptionSpec
-from jmslike.destinations import Destination, Queue, Topic
+from jmslike.delivery import Pending
+from jmslike.destinations import Destination, Queue
 from jmslike.exceptions import (
     IllegalStateException,
     JMSException,
@@ -29,7 +30,6 @@ from jmslike.selector import Selector, parse
 from jmslike.serializers import SerializerRegistry
 
 if TYPE_CHECKING:
-    from jmslike.delivery import Pending
     from jmslike.session import Session
     from jmslike.subscriptions import DurableDefinition
 
@@ -224,9 +224,7 @@ class MessageConsumer(ConsumerBase):
         subscription matches that passes its selector, marked ``JMS_jmslike_Retained``; return how many.
         None: NoRetainedMessageException. Only the subscription's owner may ask. With ``correlationID``
         every delivered message carries it as JMSCorrelationID (docs/retained.md)."""
-        from jmslike.retained import request_update
-
-        return request_update(self, correlationID)
+        return self._session.request_update(self, correlationID)
 
     def close(self) -> None:
         """Stop delivery. The broker subscription is released now, or, when messages this consumer
@@ -277,8 +275,6 @@ class MessageConsumer(ConsumerBase):
         self.detach()
 
     def enqueue(self, incoming: IncomingMessage) -> None:
-        from jmslike.delivery import Pending
-
         self._session.enqueue_for(self, Pending(incoming))
 
     def accepts(self, incoming: IncomingMessage) -> bool:
@@ -301,48 +297,6 @@ class MessageConsumer(ConsumerBase):
             redelivered=pending.redelivered,
             delivery_count=pending.delivery_count,
         )
-
-
-class TopicSubscriber(MessageConsumer):
-    """``javax.jms.TopicSubscriber`` (durable subscriptions are created as these)."""
-
-    # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one; set and
-    # read by jmslike.durable_subscriptions, which attaches and closes them.
-    companion: MessageConsumer | None = None
-
-    def close(self, removeSubscription: bool = False) -> None:
-        """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""
-        if self.closed:
-            if removeSubscription:
-                raise IllegalStateException("the subscriber is already closed; use session.unsubscribe(name)")
-            return
-        from jmslike import durable_subscriptions
-
-        durable_subscriptions.close(self, removeSubscription)
-
-    def detach(self) -> None:
-        from jmslike import durable_subscriptions
-
-        super().detach()
-        durable_subscriptions.detach_companion(self)
-
-    def accepts(self, incoming: IncomingMessage) -> bool:
-        companion = self.companion
-        if companion is not None and incoming.sub_id == companion.spec.sub_id:
-            return companion.accepts(incoming)
-        return super().accepts(incoming)
-
-    def getTopic(self) -> Topic:
-        destination = self.spec.destination
-        assert isinstance(destination, Topic)
-        return destination
-
-    def getNoLocal(self) -> bool:
-        return self.spec.no_local
-
-    @property
-    def subscriptionName(self) -> str | None:
-        return self.spec.durable_name
 
 
 class BrowserBase:
@@ -470,8 +424,6 @@ def browsed_message(
     item: IncomingMessage, adapter: Adapter, serializers: SerializerRegistry
 ) -> Message | None:
     """A browsed message as the application sees it, or None for one that expired (JMS: never handed out)."""
-    from jmslike.delivery import Pending
-
     if item.expired():
         return None
     return build_message(

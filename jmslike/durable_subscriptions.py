@@ -1,7 +1,8 @@
 """Durable subscription management on the application side: create with the MQ extras, resume by name,
 close keeping or removing, persistence filtering, client-enforced expiry, per-topic policy.
 
-``Session`` and ``TopicSubscriber`` delegate here (their own edits stay small). The rules:
+``Session`` delegates here, and ``TopicSubscriber`` (a consumer of a durable subscription, or of a topic on
+request only) lives here. The rules:
 
 - **Records.** Every durable subscription jmslike creates is recorded where the broker keeps it
   (:func:`jmslike.catalogue.registry_for`): on create, and on close (last activity). ``unsubscribe``
@@ -27,10 +28,12 @@ from typing import TYPE_CHECKING
 
 from jmslike import selector as selectors
 from jmslike.catalogue import RegistryOwner, optional_registry, registry_for
-from jmslike.consumer import MessageConsumer, TopicSubscriber, selector_value
+from jmslike.consumer import MessageConsumer, selector_value
 from jmslike.contract import Adapter, IncomingMessage, SubscriptionRegistry, SubscriptionSpec, Wire
+from jmslike.delivery import Pending
 from jmslike.destinations import Topic
-from jmslike.exceptions import InvalidDestinationException, JMSException
+from jmslike.exceptions import IllegalStateException, InvalidDestinationException, JMSException
+from jmslike.retained import OnRequestTopic, park
 from jmslike.subscription_plans import (
     DurablePlan,
     companion_spec,
@@ -45,6 +48,53 @@ if TYPE_CHECKING:
     from jmslike.session import Session
 
 log = logging.getLogger(__name__)
+
+
+class TopicSubscriber(MessageConsumer):
+    """``javax.jms.TopicSubscriber`` (durable subscriptions are created as these)."""
+
+    # Durable subscriptions: jmslike's record, and the companion of a persistence-filtered one; set and
+    # read by this module's functions, which attach and close them.
+    companion: MessageConsumer | None = None
+
+    def close(self, removeSubscription: bool = False) -> None:
+        """Close; a durable subscription is kept, or deleted with its backlog if ``removeSubscription``."""
+        if self.closed:
+            if removeSubscription:
+                raise IllegalStateException("the subscriber is already closed; use session.unsubscribe(name)")
+            return
+        close(self, removeSubscription)
+
+    def detach(self) -> None:
+        super().detach()
+        detach_companion(self)
+
+    def accepts(self, incoming: IncomingMessage) -> bool:
+        companion = self.companion
+        if companion is not None and incoming.sub_id == companion.spec.sub_id:
+            return companion.accepts(incoming)
+        return super().accepts(incoming)
+
+    def getTopic(self) -> Topic:
+        destination = self.spec.destination
+        assert isinstance(destination, Topic)
+        return destination
+
+    def getNoLocal(self) -> bool:
+        return self.spec.no_local
+
+    @property
+    def subscriptionName(self) -> str | None:
+        return self.spec.durable_name
+
+
+class OnRequestSubscriber(OnRequestTopic, TopicSubscriber):
+    """A subscriber "on request only": bound on the broker to a parking topic nothing is published to,
+    it receives only what :meth:`requestUpdate` hands it. ``getTopic()`` is the topic it asked for."""
+
+    def __init__(self, session: Session, spec: SubscriptionSpec, selector: selectors.Selector | None) -> None:
+        self._requested, parked = park(session.connection.adapter, spec)
+        super().__init__(session, parked, selector)
 
 
 class CompanionConsumer(MessageConsumer):
@@ -65,8 +115,6 @@ class CompanionConsumer(MessageConsumer):
         self._inactive = selectors.parse(inactive)
 
     def enqueue(self, incoming: IncomingMessage) -> None:
-        from jmslike.delivery import Pending
-
         self._session.enqueue_for(self._owner, Pending(incoming))
 
     def accepts(self, incoming: IncomingMessage) -> bool:
@@ -109,8 +157,6 @@ def create(
     elif plan.definition.expiry_ms:
         registry_for(connection)  # raises UnsupportedFeatureException saying why
     if on_request_only:
-        from jmslike.retained import OnRequestSubscriber
-
         subscriber: TopicSubscriber = OnRequestSubscriber(session, plan.spec, plan.selector)
     else:
         subscriber = TopicSubscriber(session, plan.spec, plan.selector)

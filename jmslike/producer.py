@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from jmslike import retained
 from jmslike.constants import DeliveryMode
 from jmslike.destinations import Destination
 from jmslike.domain_methods import ProducerDomainMethods
@@ -134,8 +135,6 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             message, destination, mode, priority, ttl, delay, connection.adapter, connection.connection_id
         )
         if retain:
-            from jmslike import retained
-
             retained.publish(session, outgoing)
             if listener is not None:  # after the callbacks of earlier sends (JMS 2.0 §7.3.8)
                 session.complete(session.completion_ticket(), lambda: listener.onCompletion(message))

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 from jmslike import topics
 from jmslike.body_codec import OWN_PREFIX, PTYPES_HEADER
-from jmslike.consumer import TopicSubscriber, selector_value
+from jmslike.consumer import selector_value
 from jmslike.contract import (
     RETAINED_STORE_PREFIX,
     Adapter,
@@ -490,15 +490,6 @@ class OnRequestTopic:
     @property
     def onRequestOnly(self) -> bool:
         return True
-
-
-class OnRequestSubscriber(OnRequestTopic, TopicSubscriber):
-    """A subscriber "on request only": bound on the broker to a parking topic nothing is published to,
-    it receives only what :meth:`requestUpdate` hands it. ``getTopic()`` is the topic it asked for."""
-
-    def __init__(self, session: Session, spec: SubscriptionSpec, selector: Selector | None) -> None:
-        self._requested, parked = park(session.connection.adapter, spec)
-        super().__init__(session, parked, selector)
 
 
 def request_update(consumer: MessageConsumer, correlation_id: str | None = None) -> int:

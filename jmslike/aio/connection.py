@@ -26,7 +26,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
+from jmslike.aio.context import JMSContext
 from jmslike.aio.private_link import PrivateLink
+from jmslike.aio.session import Session
+from jmslike.aio.session_engine import SessionEngine
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.connection import Connection as ThreadedConnection
 from jmslike.connection import (
@@ -35,6 +38,7 @@ from jmslike.connection import (
     context_arguments,
     private_connection,
 )
+from jmslike.context import SharedConnection
 from jmslike.contract import Adapter, SilentConnectRefusal
 from jmslike.delivery_delay import DelayCheck
 from jmslike.exceptions import (
@@ -52,8 +56,6 @@ from jmslike.wire_events import WireEventRouter
 
 if TYPE_CHECKING:
     from jmslike.aio.consumer import MessageConsumer
-    from jmslike.aio.context import JMSContext
-    from jmslike.aio.session import Session
 
 log = logging.getLogger(__name__)
 
@@ -89,9 +91,6 @@ class ConnectionFactory:
         """JMS 2.0: ``createContext()``, ``createContext(sessionMode)``, ``createContext(userName, password)`` or
         ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection
         (:mod:`jmslike.aio.context`)."""
-        from jmslike.aio.context import JMSContext
-        from jmslike.context import SharedConnection
-
         user, password, mode = context_arguments(args, kwargs)
         connection = await self.createConnection(user, password)
         try:
@@ -292,9 +291,9 @@ class Connection:
                 pass  # the wire property says why it cannot be used
         return self.wire
 
-    def remove_session(self, session: Session) -> None:
-        if session in self._sessions:
-            self._sessions.remove(session)
+    def remove_session(self, session: SessionEngine) -> None:
+        """A session closed (called by its engine, hence the base type)."""
+        self._sessions = [kept for kept in self._sessions if kept is not session]
 
     def check_open(self) -> None:
         if self._closed:
@@ -339,8 +338,6 @@ class Connection:
 
     def session_now(self, mode: int) -> Session:
         """A new session, made without waiting (a JMSContext makes its session on first use, in plain calls)."""
-        from jmslike.aio.session import Session
-
         self.check_open()
         self._client_id_locked = True
         session = Session(self, mode)

@@ -1,56 +1,28 @@
-"""``jmslike.aio``'s Session: delivery, acknowledgement and transactions on the event loop, no thread.
-
-The JMS rules are the threaded :class:`~jmslike.session.Session`'s, and where a rule is pure it is the same code
-(:mod:`~jmslike.delivery`, :func:`~jmslike.consumer.client_accepts`, :func:`~jmslike.consumer.build_message`,
-:class:`~jmslike.send_window.SendPlaces`, :mod:`~jmslike.transaction_outcomes`):
-
-- one delivery at a time per session: listeners run in one task per session, one message at a time; a
-  ``receive`` hands out the next message of its consumer;
-- AUTO_ACKNOWLEDGE and DUPS_OK_ACKNOWLEDGE acknowledge a message once ``receive`` returned it or its listener
-  returned; CLIENT_ACKNOWLEDGE acknowledges everything delivered so far (``await message.acknowledge()`` or
-  ``await session.acknowledge()``); INDIVIDUAL_ACKNOWLEDGE one message;
-- ``recover()`` and ``rollback()`` redeliver locally, oldest first, flagged redelivered;
-- ``commit()`` returns only once the broker has the transaction (and, where it confirms a transaction's
-  sends only after COMMIT, each of them); an unknown outcome is a JMSException, never
-  TransactionRolledBackException;
-- a NON_PERSISTENT send outside a transaction does not wait for its receipt, bounded by the send window; its
-  error reaches the ExceptionListener and the producer's next call; ``close`` and ``commit`` wait for them.
-
-The wake-up of waiting coroutines is one ``asyncio.Event`` per session, replaced at every wake: a waiter holds
-the event it saw, so no wake-up between its check and its wait is lost (everything runs on the loop).
+"""``jmslike.aio``'s Session: the JMS factory methods -- producers, consumers, durable and shared
+subscriptions, browsers, temporary destinations, unsubscribe -- on top of the session engine
+(jmslike.aio.session_engine), which owns delivery, acknowledgement, transactions and sending.
 """
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
-import inspect
-import itertools
 import logging
-from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from jmslike.adapters.async_wire import AsyncPending, AsyncStompWire
-from jmslike.constants import AcknowledgeMode, DeliveryMode
-from jmslike.consumer import build_message, parse_selector
-from jmslike.contract import Frame, IncomingMessage, OutgoingMessage, SubscriptionRegistry, SubscriptionSpec
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
+from jmslike import durable_subscriptions
+from jmslike.aio.consumer import CompanionConsumer, MessageConsumer, OnRequestConsumer, QueueBrowser
+from jmslike.aio.producer import MessageProducer
+from jmslike.aio.session_engine import SessionEngine
+from jmslike.catalogue import optional_registry, registry_for
+from jmslike.constants import AcknowledgeMode
+from jmslike.consumer import parse_selector
+from jmslike.contract import SubscriptionRegistry, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
 from jmslike.exceptions import (
-    ConnectionLostException,
-    IllegalStateException,
     InvalidDestinationException,
-    JMSException,
-    JMSTimeoutException,
-    TransactionRolledBackException,
     UnsupportedFeatureException,
-    as_jms_exception,
 )
 from jmslike.message_factory import MessageFactoryMethods
-from jmslike.messages import Message
-from jmslike.send_window import CompletionOrder, SendPlaces, settle_once
 from jmslike.serializers import SerializerRegistry
 from jmslike.session_mode import SessionModes
 from jmslike.subscription_plans import (
@@ -58,21 +30,15 @@ from jmslike.subscription_plans import (
     check_durable,
     check_subscription_name,
     companion_spec,
-    of_durable_subscription,
     open_durable_names,
     open_shared_durable_names,
     plan_durable,
     plan_shared,
     unsubscribe_refusal,
 )
-from jmslike.subscriptions import DurableDefinition
-from jmslike.transaction_outcomes import abandon_sends, commit_in_doubt, commit_lost, deferred_receipt_error
 
 if TYPE_CHECKING:
-    from jmslike.aio.connection import Connection
-    from jmslike.aio.consumer import MessageConsumer, QueueBrowser
-    from jmslike.aio.producer import MessageProducer
-    from jmslike.producer import CompletionListener
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -86,60 +52,8 @@ _ACK_LATER = (
 )
 
 
-class Session(SessionModes, MessageFactoryMethods):
+class Session(SessionEngine, SessionModes, MessageFactoryMethods):
     """``javax.jms.Session`` on the event loop: ``await connection.createSession(...)``; ``async with`` closes."""
-
-    _tx_ids = itertools.count(1)
-
-    def __init__(self, connection: Connection, acknowledge_mode: int) -> None:
-        self._connection = connection
-        self._mode = acknowledge_mode
-        self._consumers: list[MessageConsumer] = []
-        self._closing: list[MessageConsumer] = []  # closed, detach deferred until what they delivered settles
-        self._orphans: dict[MessageConsumer, list[IncomingMessage]] = {}  # go back to the broker at detach
-        self._producers: list[MessageProducer] = []
-        self._unacked: list[tuple[MessageConsumer, Pending]] = []
-        self._tx: str | None = None
-        self._deferred: list[AsyncPending] = []  # transactional sends the broker answers only after COMMIT
-        self._deferred_abandon: list[
-            Callable[[JMSException | None], None]
-        ] = []  # their callbacks, if rolled back
-        # Work that needs the transaction committed (jmslike.aio.retained).
-        self._after_commit: list[Callable[[], Awaitable[None]]] = []
-        self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
-        self._rollback_only: str | None = None
-        self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
-        self._closed = False
-        self._stopping = False
-        config = connection.config
-        self._places = SendPlaces(
-            config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
-        )
-        self._changed = asyncio.Event()
-        self._dispatcher: asyncio.Task[None] | None = None
-        self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
-        self._recover_current = False
-        self._rr = 0
-        self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
-        self._close_task: asyncio.Future[None] | None = None
-        self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
-        self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
-        self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
-        self._in_callback = False  # the dispatch task is running a completion callback
-
-    # -- properties and factories ------------------------------------------------------------------------
-
-    @property
-    def connection(self) -> Connection:
-        return self._connection
-
-    @property
-    def transacted(self) -> bool:
-        return self._mode == AcknowledgeMode.SESSION_TRANSACTED
-
-    @property
-    def epoch(self) -> int:
-        return self._epoch
 
     @property
     def serializer_registry(self) -> SerializerRegistry:
@@ -153,15 +67,8 @@ class Session(SessionModes, MessageFactoryMethods):
         self.check_open()
         return self._mode
 
-    def check_open(self) -> None:
-        if self._closed:
-            raise IllegalStateException("the session is closed")
-        self._connection.check_open()
-
     def createProducer(self, destination: Destination | None = None) -> MessageProducer:
         """A MessageProducer for ``destination``, or one that names it per send (None)."""
-        from jmslike.aio.producer import MessageProducer
-
         self.check_open()
         if destination is not None:
             self._check_destination(destination)
@@ -178,8 +85,6 @@ class Session(SessionModes, MessageFactoryMethods):
     ) -> MessageConsumer:
         """A consumer of a queue or topic; the broker subscription exists when this returns.
         ``onRequestOnly=True`` (topics): no live traffic, only what ``requestUpdate()`` delivers."""
-        from jmslike.aio.consumer import MessageConsumer, OnRequestConsumer
-
         self.check_open()
         self._check_destination(destination)
         self._connection.temporaries.check_consumable(destination)
@@ -236,9 +141,6 @@ class Session(SessionModes, MessageFactoryMethods):
     async def resumeDurableSubscriber(self, name: str) -> MessageConsumer:
         """Attach to this client ID's existing durable subscription ``name`` without restating its topic or
         selector; an unknown name is ``InvalidDestinationException``."""
-        from jmslike import durable_subscriptions
-        from jmslike.catalogue import registry_for
-
         self.check_open()
         client_id, name = self._check_durable(None, name)
         connection = self._connection
@@ -272,10 +174,6 @@ class Session(SessionModes, MessageFactoryMethods):
     ) -> MessageConsumer:
         """Plan as the threaded API does (:mod:`jmslike.subscription_plans`); expiry and the subscription
         record are blocking round trips, run in a worker thread."""
-        from jmslike import durable_subscriptions
-        from jmslike.aio.consumer import MessageConsumer, OnRequestConsumer
-        from jmslike.catalogue import optional_registry, registry_for
-
         connection = self._connection
         plan = plan_durable(
             connection.adapter,
@@ -319,8 +217,6 @@ class Session(SessionModes, MessageFactoryMethods):
     async def _attach_companion(self, owner: MessageConsumer, plan: DurablePlan) -> None:
         """A persistence-filtered subscription's non-durable companion (jmslike.subscriptions): subscribed
         like the threaded API's, delivering through ``owner``; it is no consumer of this session's own."""
-        from jmslike.aio.consumer import CompanionConsumer
-
         connection = self._connection
         assert plan.inactive is not None
         spec = companion_spec(plan, connection.next_sub_id(), connection.config.prefetch)
@@ -362,8 +258,6 @@ class Session(SessionModes, MessageFactoryMethods):
     async def _shared(
         self, topic: Topic, name: str, messageSelector: str | None, *, durable: bool
     ) -> MessageConsumer:
-        from jmslike.aio.consumer import MessageConsumer
-
         self.check_open()
         connection = self._connection
         spec, parsed = plan_shared(
@@ -381,8 +275,6 @@ class Session(SessionModes, MessageFactoryMethods):
     async def unsubscribe(self, name: str) -> None:
         """Delete the durable subscription ``name`` of this client ID, with its backlog, for good; a shared
         durable one (JMS 2.0) is found by name and client ID, which may then be unset."""
-        from jmslike import durable_subscriptions
-
         self.check_open()
         name = check_subscription_name(name)
         connection = self._connection
@@ -410,71 +302,9 @@ class Session(SessionModes, MessageFactoryMethods):
             )
         )
 
-    def still_attached(self, durable_name: str) -> bool:
-        """A closed consumer of durable subscription ``durable_name`` waits for its messages to be settled."""
-        return any(c.spec.durable_name == durable_name for c in self._closing)
-
-    def holds_unacked(self, durable_name: str) -> bool:
-        """Whether a delivered message of durable subscription ``durable_name`` (unshared or shared) is
-        unacknowledged or in the open transaction."""
-        return any(of_durable_subscription(c.spec, durable_name) for c, _ in self._unacked)
-
-    async def record_detached(self, definition: DurableDefinition) -> None:
-        """A durable consumer closed: the registry records when (for expiry and administration)."""
-        from jmslike.catalogue import optional_registry
-
-        connection = self._connection
-        if connection.wire_closed or connection.failure is not None:
-            return
-        registry = await connection.in_worker(optional_registry, connection)
-        if registry is None:
-            return
-        try:
-            await connection.in_worker(registry.detached, definition)
-        except JMSException as exc:
-            log.warning("could not record that durable subscription %r was closed: %s", definition.name, exc)
-
-    async def _attach(self, consumer: MessageConsumer) -> MessageConsumer:
-        """Register ``consumer`` and subscribe it on the broker; the subscription exists when this returns. If
-        the caller is cancelled the subscribe goes on in its worker thread, and what it made is ended."""
-        connection = self._connection
-        adapter = connection.adapter
-        if self._mode in _CUMULATIVE_MODES and adapter.cumulative_client_ack:
-            consumer.spec = dataclasses.replace(consumer.spec, cumulative_ack=True)
-        await connection.use_wire()  # a reconnect under way: subscribe on the new wire
-        connection.register_consumer(consumer)
-        subscribing = asyncio.ensure_future(
-            connection.in_worker(adapter.subscribe, connection.blocking_wire(), consumer.spec)
-        )
-        try:
-            await asyncio.shield(subscribing)
-        except asyncio.CancelledError:
-            # The worker thread goes on and the subscription may come into being: end it once it has.
-            cleanup = asyncio.ensure_future(self._abandon(consumer, subscribing))
-            self._background.add(cleanup)
-            cleanup.add_done_callback(self._background.discard)
-            raise
-        except BaseException:
-            consumer.inbox.close()  # what arrived before the failure counts against the byte bound no more
-            connection.unregister_consumer(consumer)
-            raise
-        self._consumers.append(consumer)
-        return consumer
-
-    async def _abandon(self, consumer: MessageConsumer, subscribing: asyncio.Future[None]) -> None:
-        """A createConsumer whose caller was cancelled: once the subscribe ended, detach what it made."""
-        await asyncio.wait({subscribing})
-        if subscribing.cancelled() or subscribing.exception() is not None:
-            consumer.inbox.close()
-            self._connection.unregister_consumer(consumer)
-            return
-        await self._detach(consumer, consumer.stop_taking())
-
     def createBrowser(self, queue: Queue, messageSelector: str | None = None) -> QueueBrowser:
         """A QueueBrowser on ``queue``: ``async for message in browser`` looks at its messages without consuming
         them (where the broker can browse); nothing is asked of the broker until it is enumerated."""
-        from jmslike.aio.consumer import QueueBrowser
-
         self.check_open()
         adapter = self._connection.adapter
         if not adapter.capabilities.browsing:
@@ -507,778 +337,6 @@ class Session(SessionModes, MessageFactoryMethods):
         assert isinstance(destination, Destination)
         self._connection.temporaries.check_use(destination, self._connection.adapter)
 
-    def remove_producer(self, producer: MessageProducer) -> None:
-        if producer in self._producers:
-            self._producers.remove(producer)
-
-    # -- delivery ------------------------------------------------------------------------------------------
-
-    def wake(self) -> None:
-        """Wake every coroutine of this session waiting for a change (a message, start, close, loss)."""
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
-
-    def enqueue(self, consumer: MessageConsumer, incoming: IncomingMessage) -> None:
-        """From the wire's reader (on the loop): hand over and wake; a closed consumer's message goes back to
-        the broker when it detaches."""
-        pending = Pending(incoming, epoch=self._epoch)
-        if consumer.closed:
-            self._orphans.setdefault(consumer, []).append(incoming)
-            return
-        consumer.inbox.put(pending)
-        self.wake()
-
-    async def _take(self, consumer: MessageConsumer, deadline: float | None) -> Pending | None:
-        loop = asyncio.get_running_loop()
-        while True:
-            if consumer.closed or self._closed:
-                return None
-            failure = self._connection.failure
-            if failure is not None:
-                raise ConnectionLostException(f"cannot receive: {failure}") from failure
-            connection = self._connection
-            if connection.started.is_set() and connection.ready.is_set() and consumer.inbox:
-                return consumer.inbox.take()
-            changed = self._changed
-            if deadline is None:
-                await changed.wait()
-                continue
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return None
-            if not await _changed_within(changed, remaining):
-                return None
-
-    async def receive_for(
-        self, consumer: MessageConsumer, deadline: float | None, body_type: type[Any] | None = None
-    ) -> Message | None:
-        """The next message of ``consumer`` (None when ``deadline``, loop time, passes or it is closed). With
-        ``body_type`` (JMS 2.0 ``receiveBody``) a body that cannot be returned as that type raises
-        MessageFormatException: in AUTO and DUPS_OK mode the message stays in place, as in the threaded API."""
-        while True:
-            pending = await self._take(consumer, deadline)
-            if pending is None:
-                return None
-            # No await from here to the return: a receive cancelled now has taken nothing.
-            message = self._deliver(consumer, pending)
-            if message is None:
-                continue
-            if body_type is not None and not message.isBodyAssignableTo(body_type):
-                auto = self._mode in _ACK_ON_DELIVERY
-                if auto:
-                    consumer.inbox.put_back(pending)
-                    self.wake()
-                raise body_refused(message, body_type, left_in_place=auto)
-            if self._mode in _ACK_ON_DELIVERY:
-                self._ack_consumed(consumer, pending)
-            return message
-
-    def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
-        """A pending delivery as a Message, or dropped (expired, or not for this subscription) with its ack."""
-        incoming = pending.incoming
-        connection = self._connection
-        if incoming.expired() or not consumer.accepts(incoming):
-            self._drop(consumer, pending)
-            return None
-        message = build_message(
-            incoming,
-            connection.adapter.reserved_headers,
-            connection.serializers,
-            redelivered=pending.redelivered,
-            delivery_count=pending.delivery_count,
-        )
-        if self._mode in _ACK_LATER:
-            self._unacked.append((consumer, pending))
-            generation = pending.epoch
-            if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
-                message.bind_acknowledger(lambda: self._run_to_end(self._acknowledge_all(generation)))
-            elif self._mode == AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE:
-                message.bind_acknowledger(
-                    lambda: self._run_to_end(self._acknowledge_one(pending, generation))
-                )
-        return message
-
-    def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:
-        """Acknowledged at once, except on a cumulative subscription, where its ACK would also acknowledge what
-        the application has not: the next acknowledge() settles it (DUPS_OK: the lazy ACK, LazyAcks)."""
-        if self._mode == AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
-            self._ack_consumed(consumer, pending)
-        elif cumulative(consumer, pending):
-            self._unacked.append((consumer, pending))
-        else:
-            self._ack_now(pending)
-
-    def _ack_consumed(self, consumer: MessageConsumer, pending: Pending) -> None:
-        """AUTO / DUPS_OK: the message is done with. AUTO acknowledges each one; DUPS_OK on a cumulative
-        subscription lazily (delivery.LazyAcks), as the threaded API does."""
-        if not cumulative(consumer, pending):
-            self._ack_now(pending)
-            return
-        due = self._lazy_acks.consumed(consumer, pending, buffered=bool(consumer.inbox))
-        if due is not None:
-            self._ack_now(due)
-
-    def _flush_lazy_ack(self, consumer: MessageConsumer) -> None:
-        """DUPS_OK: send the ACK ``consumer`` still owes (before it detaches, or before a message of it is taken
-        off the subscription)."""
-        due = self._lazy_acks.flush(consumer)
-        if due is not None:
-            self._ack_now(due)
-
-    def _poison(self, consumer: MessageConsumer, pending: Pending) -> None:
-        """A listener failed ``pending`` too often. Normally it goes back to the broker when its consumer
-        detaches; on a cumulative DUPS_OK subscription any later ACK would acknowledge it too, so it is taken off
-        the subscription now (the broker's dead-letter queue) after the ACK owed for what came before it."""
-        if not cumulative(consumer, pending) or self._mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
-            self._orphans.setdefault(consumer, []).append(pending.incoming)
-            return
-        self._flush_lazy_ack(consumer)
-        if pending.epoch != self._epoch or pending.incoming.local:
-            return  # the broker has it back already (lost connection), or never had it (local)
-        try:
-            self._connection.wire.post_nowait(self._connection.adapter.poison_frame(pending.incoming))
-        except ConnectionLostException:
-            log.debug("poison NACK lost with the connection; the broker will redeliver")
-
-    def _ack_now(self, pending: Pending) -> None:
-        """One ACK without a receipt, handed to the transport at once (no await, so no cancellation splits a
-        delivery from its ACK); a delivery from before a connection loss belongs to the broker again."""
-        if pending.epoch != self._epoch or pending.incoming.local:
-            return
-        try:
-            self._connection.wire.post_nowait(self._connection.adapter.ack_frame(pending.incoming, None))
-        except ConnectionLostException:
-            log.debug("ack lost with the connection; the broker will redeliver")
-
-    # -- acknowledgement -----------------------------------------------------------------------------------
-
-    async def _run_to_end(self, work: Coroutine[Any, Any, None]) -> None:
-        """Await ``work``, which runs to its end even if the caller is cancelled: an acknowledge, commit,
-        rollback or close cancelled half way would leave the session's state and the broker's apart. The
-        caller's cancellation is raised as usual; a failure after it is logged. Each of these calls takes what
-        it settles from the session before its first await (a commit its transaction, an acknowledge its
-        batch), so a later call never joins work already under way."""
-        task = asyncio.ensure_future(work)
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            task.add_done_callback(_log_failure)
-            raise
-
-    def _check_generation(self, generation: int) -> None:
-        if generation != self._epoch:
-            raise ConnectionLostException(
-                "this message was delivered before the connection was lost; it cannot be acknowledged any more: "
-                "the broker redelivers it (flagged redelivered)"
-            )
-
-    async def acknowledge(self) -> None:
-        """CLIENT_ACKNOWLEDGE: acknowledge everything this session delivered so far (JMS 2.0
-        ``JMSContext.acknowledge()``); nothing in the other modes, as JMS says."""
-        await self._run_to_end(self._acknowledge())
-
-    async def _acknowledge(self) -> None:
-        self.check_open()
-        if self._mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
-            await self._acknowledge_all(self._epoch)
-
-    async def _acknowledge_all(self, generation: int) -> None:
-        self.check_open()
-        self._check_generation(generation)
-        batch, self._unacked = self._unacked, []
-        try:
-            await self._send_acks(acks_for(batch), None)
-        except JMSException:
-            if all(p.epoch == self._epoch for _, p in batch):  # not acknowledged after all: still owed
-                self._unacked[:0] = batch
-            raise
-        finally:
-            await self._release_closed()
-
-    async def _acknowledge_one(self, pending: Pending, generation: int) -> None:
-        self.check_open()
-        self._check_generation(generation)
-        entry = next(((c, p) for c, p in self._unacked if p is pending), None)
-        if entry is None:
-            return
-        self._unacked.remove(entry)
-        try:
-            await self._send_acks([pending], None)
-        except JMSException:
-            if pending.epoch == self._epoch:
-                self._unacked.insert(0, entry)
-            raise
-        finally:
-            await self._release_closed()
-
-    async def _send_acks(self, batch: list[Pending], transaction: str | None) -> None:
-        """ACK frames for ``batch``; the last one with a receipt, so the broker has them all on return."""
-        batch = [p for p in batch if not p.incoming.local]
-        if not batch:
-            return
-        wire = await self._connection.use_wire()
-        adapter = self._connection.adapter
-        for pending in batch[:-1]:
-            await wire.post(adapter.ack_frame(pending.incoming, transaction))
-        await wire.request(adapter.ack_frame(batch[-1].incoming, transaction))
-
-    def _redeliver_locally(self, entries: list[tuple[MessageConsumer, Pending]]) -> None:
-        """Put delivered messages back at the front of their inboxes, in their original order."""
-        for consumer, pending in reversed(entries):
-            if consumer.closed:
-                self._orphans.setdefault(consumer, []).insert(0, pending.incoming)
-            else:
-                consumer.inbox.put_back(pending.again())
-        self.wake()
-
-    async def recover(self) -> None:
-        """Redeliver from the oldest unacknowledged message, flagged redelivered."""
-        self.check_open()
-        if self.transacted:
-            raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
-        if self._current is not None and self._on_dispatcher():
-            self._recover_current = True  # the listener's own message comes again too
-        await self._run_to_end(self._recover())
-
-    async def _recover(self) -> None:
-        batch, self._unacked = self._unacked, []
-        self._redeliver_locally(batch)
-        await self._release_closed()
-
-    # -- transactions -------------------------------------------------------------------------------------
-
-    async def transaction_for_send(self) -> str | None:
-        """The STOMP transaction a send joins (BEGIN on first use), or None outside transactions."""
-        if not self.transacted:
-            return None
-        if self._rollback_only is not None:
-            raise TransactionRolledBackException(
-                f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
-            )
-        if self._tx is None:
-            tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
-            wire = await self._connection.use_wire()
-            await wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
-            self._tx = tx
-        return self._tx
-
-    def defer_receipt(self, pending: AsyncPending) -> None:
-        """A transactional send whose receipt the broker sends only after COMMIT: ``commit()`` waits for it."""
-        self._deferred.append(pending)
-
-    def after_commit(self, task: Callable[[], Awaitable[None]]) -> None:
-        """Run ``task`` once the open transaction committed (dropped if it rolls back or is lost)."""
-        self._after_commit.append(task)
-
-    def complete_sent(self, listener: CompletionListener, message: Message) -> None:
-        """A send that returned only once the broker had it (a retained one): its callback, in send order."""
-        self._complete(self._ticket(listener), _completion(listener, message, None))
-
-    async def commit(self) -> None:
-        """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
-        (ConnectionLostException for a loss) when the outcome is unknown."""
-        self.refuse_in_callback("commit()")
-        await self._run_to_end(self._commit(self._on_dispatcher()))
-
-    async def _commit(self, mine: bool) -> None:
-        self.check_open()
-        if not self.transacted:
-            raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
-        if not await self.settle_sends(mine):
-            raise JMSException(
-                "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
-                "was not committed; call rollback() and send again"
-            )
-        rollback_only, tx, epoch = self._rollback_only, self._tx, self._epoch
-        consumed = list(self._unacked)
-        deferred = list(self._deferred)
-        abandon = list(self._deferred_abandon)
-        if rollback_only is not None:
-            await self._rollback_local(redeliver=True)
-            raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
-        if not consumed and tx is None:
-            return
-        adapter = self._connection.adapter
-        acks_in_transaction = adapter.capabilities.transactional_acks
-        try:
-            if tx is None:  # only consumed messages: the broker transaction for their ACKs starts now
-                tx = await self.transaction_for_send()
-                assert tx is not None
-            # This commit owns the transaction now: a send made meanwhile (by a caller whose commit was
-            # cancelled) starts the next one.
-            self._tx = None
-            self._deferred = []
-            self._deferred_abandon = []
-            after, self._after_commit = self._after_commit, []
-            wire = await self._connection.use_wire()
-            if acks_in_transaction:
-                for _, pending in consumed:
-                    if not pending.incoming.local:
-                        await wire.post(adapter.ack_frame(pending.incoming, tx))
-            if self._epoch != epoch or self._rollback_only is not None:
-                raise ConnectionLostException("the connection to the broker was lost during the transaction")
-        except JMSException as exc:
-            await self._rollback_local(redeliver=True, tx=tx)
-            abandon_sends(abandon)
-            raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
-        try:
-            await wire.request(adapter.transaction_frame("COMMIT", tx))
-        except ConnectionLostException as exc:
-            await self._forget_transaction(consumed)
-            raise commit_lost() from exc
-        except JMSTimeoutException as exc:
-            await self._forget_transaction(consumed)
-            raise commit_in_doubt() from exc
-        except JMSException as exc:
-            await self._rollback_local(redeliver=True, tx=tx)
-            abandon_sends(abandon)
-            raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
-        await self._forget_transaction(consumed)
-        await self._await_deferred(deferred)
-        for task in after:
-            await task()
-        await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
-        if not acks_in_transaction:
-            # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
-            # flagged redelivered (at-least-once for consumption on such brokers).
-            try:
-                await self._send_acks([p for _, p in consumed], None)
-            except JMSException as exc:
-                self._connection.report(exc)
-
-    async def _await_deferred(self, deferred: list[AsyncPending]) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
-        for item in deferred:
-            answered = await item.answered(max(0.0, deadline - loop.time()))
-            error = deferred_receipt_error(answered, item.error)
-            if error is not None:
-                raise error
-
-    async def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
-        """The transaction is over (committed, or its outcome reported as unknown): the next starts clean."""
-        done = {id(p) for _, p in consumed}
-        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
-        self._rollback_only = None
-        await self._release_closed()
-
-    async def rollback(self) -> None:
-        """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
-        self.refuse_in_callback("rollback()")
-        await self._run_to_end(self._rollback(self._on_dispatcher()))
-
-    async def _rollback(self, mine: bool) -> None:
-        self.check_open()
-        if not self.transacted:
-            raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
-        await self.settle_sends(mine)
-        await self._rollback_local(redeliver=True)
-
-    async def _rollback_local(self, redeliver: bool, tx: str | None = None) -> None:
-        """ABORT the transaction (the session's open one, or ``tx``, which a commit took) and hand its consumed
-        messages back: redelivered locally, or (closing) to the broker when their consumers detach."""
-        if tx is None:
-            tx, self._tx = self._tx, None
-        self._rollback_only = None
-        self._deferred = []  # aborted sends are never answered: their callbacks hear so below
-        self._after_commit = []
-        abandoned, self._deferred_abandon = self._deferred_abandon, []
-        if tx is not None and self._connection.failure is None:
-            try:
-                await self._connection.wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
-            except ConnectionLostException:
-                log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
-        abandon_sends(abandoned)
-        batch, self._unacked = self._unacked, []
-        if redeliver:
-            self._redeliver_locally(batch)
-        else:  # closing: they go back to the broker when their consumers detach
-            for consumer, pending in batch:
-                self._orphans.setdefault(consumer, []).append(pending.incoming)
-        await self._release_closed()
-
-    # -- sending --------------------------------------------------------------------------------------------
-
-    async def send(
-        self,
-        producer: MessageProducer,
-        outgoing: OutgoingMessage,
-        message: Message,
-        listener: CompletionListener | None = None,
-    ) -> None:
-        """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring); with a
-        CompletionListener (JMS 2.0) return once written, and run the listener with the outcome, in send order,
-        in this session's dispatch task."""
-        connection = self._connection
-        tx = await self.transaction_for_send()
-        frame = connection.adapter.send_frame(outgoing, tx)
-        wire = await connection.use_wire()
-        if tx is not None and not connection.adapter.transactional_send_receipts:
-            # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
-            ticket = self._ticket(listener)
-
-            def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-                if listener is not None:
-                    self._complete(ticket, _completion(listener, message, error))
-
-            settle = settle_once(after_commit)
-            self._deferred.append(await self._submit(wire, frame, settle, ticket))
-            if listener is not None:
-                self._deferred_abandon.append(settle)
-            return
-        if listener is None and (
-            tx is not None
-            or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
-            or connection.config.force_sync_send
-        ):
-            await wire.request(frame)
-            return
-        size = len(frame.body)
-        await self._take_place(size)
-
-        def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-            self._places.release(size)
-            self.wake()
-            if listener is not None:
-                self._complete(ticket, _completion(listener, message, error))
-            elif isinstance(error, ConnectionLostException):
-                producer.note_lost_send(error)
-            elif error is not None:
-                producer.note_failed_send(error)
-                connection.report(error)
-
-        ticket = self._ticket(listener)
-
-        def unsent() -> None:
-            self._places.release(size)
-            self.wake()
-
-        await self._submit(wire, frame, settled, ticket, unsent)
-
-    def _ticket(self, listener: CompletionListener | None) -> int:
-        return self._completions.ticket() if listener is not None else -1
-
-    async def _submit(
-        self,
-        wire: AsyncStompWire,
-        frame: Frame,
-        settled: Callable[[JMSException | None], None],
-        ticket: int,
-        unsent: Callable[[], None] | None = None,
-    ) -> AsyncPending:
-        """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
-        way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
-        its place in the completion order up (nothing waits behind it) and calls ``unsent``."""
-        submitting = asyncio.ensure_future(wire.submit(frame, settled))
-
-        def failed(done: asyncio.Future[AsyncPending]) -> None:
-            if done.cancelled() or done.exception() is not None:
-                if ticket >= 0:
-                    self._complete(ticket, _nothing)
-                if unsent is not None:
-                    unsent()
-
-        submitting.add_done_callback(failed)
-        return await asyncio.shield(submitting)
-
-    async def _take_place(self, size: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
-        while not self._places.try_take(size):
-            changed = self._changed
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise self._places.stalled()
-            if not await _changed_within(changed, remaining):
-                raise self._places.stalled()
-
-    async def settle_sends(self, mine: bool | None = None) -> bool:
-        """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this session
-        is settled and its completion callback has returned. Bounded by the receipt timeout: False when sends
-        were still unconfirmed then. Called by this session's listener (one that commits), the queued callbacks
-        run here, since they would otherwise wait behind it."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
-        if mine is None:
-            mine = self._on_dispatcher()
-        while True:
-            while mine and self._tasks:
-                await self._run_callback(self._tasks.popleft())
-            if not (self._places.busy or self._tasks or (self._in_callback and not mine)):
-                return True
-            changed = self._changed
-            remaining = deadline - loop.time()
-            if remaining <= 0 or not await _changed_within(changed, remaining):
-                log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
-                return False
-
-    def _complete(self, ticket: int, callback: Callable[[], Awaitable[None] | None]) -> None:
-        """A send with a CompletionListener is settled: its callback runs after those of earlier sends."""
-        for ready in self._completions.settle(ticket, callback):
-            self.run_task(ready)
-
-    def run_task(self, task: Callable[[], Awaitable[None] | None]) -> None:
-        """Run ``task`` (a completion callback) in this session's dispatch task, after those queued before it;
-        after close none runs (close waited for them, bounded by the receipt timeout)."""
-        if self._closed:
-            log.warning("a send settled after its session was closed; its completion callback is not run")
-            return
-        self._tasks.append(task)
-        self.ensure_dispatcher()
-
-    async def _run_callback(self, task: Callable[[], Awaitable[None] | None]) -> None:
-        self._in_callback = True
-        try:
-            result = task()
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:  # the application's callback: reported, never raised into jmslike
-            self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
-        finally:
-            self._in_callback = False
-            self.wake()
-
-    def refuse_in_callback(self, action: str) -> None:
-        """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that would
-        wait for the callback itself)."""
-        if self._in_callback and self._on_dispatcher():
-            raise IllegalStateException(
-                f"{action} may not be called from a CompletionListener of this session (it would wait for that "
-                "callback to return); do it from another task"
-            )
-
-    def ensure_dispatcher(self) -> None:
-        if self._dispatcher is None or self._dispatcher.done():
-            self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch_loop())
-        self.wake()
-
-    def _next_for_listener(
-        self,
-    ) -> tuple[MessageConsumer, Callable[[Message], Awaitable[None] | None]] | None:
-        """Round robin over consumers with a listener and a message, so none starves another."""
-        connection = self._connection
-        if self._stopping or not connection.started.is_set() or not connection.ready.is_set():
-            return None
-        if connection.failure is not None:
-            return None
-        count = len(self._consumers)
-        for step in range(count):
-            consumer = self._consumers[(self._rr + step) % count]
-            listener = consumer.listener
-            if listener is not None and consumer.inbox and not consumer.closed:
-                self._rr = (self._rr + step + 1) % count
-                return consumer, listener
-        return None
-
-    async def _dispatch_loop(self) -> None:
-        while not self._closed:
-            changed = self._changed
-            if self._tasks:
-                self._dispatching = True
-                try:
-                    await self._run_callback(self._tasks.popleft())
-                finally:
-                    self._dispatching = False
-                continue
-            found = self._next_for_listener()
-            if found is None:
-                await changed.wait()
-                continue
-            self._dispatching = True
-            try:
-                await self._dispatch_one(*found)
-            except Exception as exc:  # the session's own failure, not the listener's: report, keep serving
-                self._connection.report(as_jms_exception(exc))
-            finally:
-                self._dispatching = False
-                self.wake()  # stop() and close() wait for the dispatch to end
-
-    async def _dispatch_one(
-        self, consumer: MessageConsumer, listener: Callable[[Message], Awaitable[None] | None]
-    ) -> None:
-        pending = consumer.inbox.take()
-        message = self._deliver(consumer, pending)
-        if message is None:
-            return
-        self._current = (consumer, pending)
-        self._recover_current = False
-        failed = False
-        try:
-            result = listener(message)
-            if inspect.isawaitable(result):
-                await result
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # the session is closing: its dispatch task is what is cancelled
-            failed = True  # something the listener awaited was cancelled: the listener failed
-            self._connection.report(
-                JMSException(f"message listener cancelled on {message.getJMSMessageID()}")
-            )
-        except Exception as exc:
-            failed = True
-            self._connection.report(
-                as_jms_exception(exc, f"message listener raised on {message.getJMSMessageID()}")
-            )
-        finally:
-            self._current = None
-        await self._after_listener(consumer, pending, failed)
-
-    async def _after_listener(self, consumer: MessageConsumer, pending: Pending, failed: bool) -> None:
-        if self._mode not in _ACK_ON_DELIVERY:
-            await self._release_closed()
-            return
-        if self._recover_current or (failed and pending.local_redeliveries < MAX_LISTENER_REDELIVERIES):
-            self._redeliver_locally([(consumer, pending)])
-        elif failed:
-            log.error(
-                "message %s failed %d times in its listener; handed back to the broker (or, on a cumulative "
-                "DUPS_OK subscription, to its dead-letter queue)",
-                pending.incoming.message_id,
-                pending.delivery_count,
-            )
-            self._poison(consumer, pending)
-        else:
-            self._ack_consumed(consumer, pending)
-        await self._release_closed()
-
-    async def idle(self) -> None:
-        """Return once no listener of this session is running, nor the settling after it (Connection.stop,
-        close)."""
-        if self._on_dispatcher():
-            return
-        while self._dispatching:
-            await self._changed.wait()
-
-    def delivering_to(self, consumer: MessageConsumer) -> bool:
-        """Whether this session's listener is running on a message of ``consumer`` now."""
-        return self._current is not None and self._current[0] is consumer
-
-    def in_listener(self) -> bool:
-        """Whether the caller is one of this session's listeners."""
-        return self._on_dispatcher()
-
-    def _on_dispatcher(self) -> bool:
-        """Whether the caller is this session's listener (its dispatch task)."""
-        return self._dispatcher is not None and asyncio.current_task() is self._dispatcher
-
-    # -- closing --------------------------------------------------------------------------------------------
-
-    async def consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
-        """A consumer stopped taking messages: detach it now, or once what it delivered is settled."""
-        if consumer in self._consumers:
-            self._consumers.remove(consumer)
-        self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
-        owed = any(c is consumer for c, _ in self._unacked) or (
-            self._current is not None and self._current[0] is consumer
-        )
-        self.wake()
-        if owed:
-            self._closing.append(consumer)
-        else:
-            await self._detach(consumer)
-
-    async def _release_closed(self) -> None:
-        current = self._current[0] if self._current is not None else None
-        settled = [c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)]
-        self._closing = [c for c in self._closing if c not in settled]
-        for consumer in settled:
-            await self._detach(consumer)
-
-    async def _detach(self, consumer: MessageConsumer, buffered: list[Pending] | None = None) -> None:
-        """End the broker subscription (the adapter's round trip, in a worker thread); what the consumer held
-        unacknowledged goes back to the broker."""
-        connection = self._connection
-        loop = asyncio.get_running_loop()
-        self._flush_lazy_ack(consumer)  # before the UNSUBSCRIBE, after any ACK of its last delivery
-        if buffered:
-            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
-
-        async def hand_back() -> list[IncomingMessage]:
-            return [m for m in self._orphans.pop(consumer, []) if not m.local]
-
-        def held() -> list[IncomingMessage]:  # in the worker thread: collected on the loop
-            return asyncio.run_coroutine_threadsafe(hand_back(), loop).result(connection.worker_timeout_s)
-
-        if connection.failure is None and not connection.wire_closed:
-            try:
-                await connection.in_worker(
-                    connection.adapter.detach, connection.blocking_wire(), consumer.spec, held
-                )
-            except JMSException as exc:  # a lost connection detaches everything anyway
-                log.debug("detach of %s failed: %s", consumer.spec.sub_id, exc)
-        connection.unregister_consumer(consumer)
-        self._orphans.pop(consumer, None)
-        companion, consumer.companion = consumer.companion, None
-        if companion is not None:  # it delivered through its owner, and ends with it
-            companion.stop_taking()
-            await self._detach(companion)
-
-    async def close(self) -> None:
-        """Close: unwaited sends settled, an open transaction rolled back, consumers detached (what they hold
-        unacknowledged goes back to the broker). A listener may not close its own session."""
-        if self._closed:
-            return
-        self.refuse_in_callback("close()")
-        if self._on_dispatcher():
-            raise IllegalStateException(
-                "a MessageListener may not close its own session (close waits for it)"
-            )
-        if self._close_task is None:  # a second close waits for the first
-            self._close_task = asyncio.ensure_future(self._close())
-            self._close_task.add_done_callback(_retrieved)
-        await asyncio.shield(self._close_task)
-
-    async def _close(self) -> None:
-        if self._closed:
-            return
-        self._stopping = True
-        self.wake()
-        await self.idle()
-        if self._background:  # subscriptions of cancelled createConsumer calls end first
-            await asyncio.wait(set(self._background))
-        if self._connection.failure is None:
-            if not await self.settle_sends():
-                log.warning("closing a session whose asynchronous sends are still unconfirmed")
-            if self.transacted:
-                await self._rollback_local(redeliver=False)
-        for consumer in list(self._consumers) + list(self._closing):
-            buffered = consumer.stop_taking()
-            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
-        for consumer, pending in self._unacked:  # never acknowledged: the broker has them again
-            self._orphans.setdefault(consumer, []).append(pending.incoming)
-        self._unacked = []
-        for consumer in list(self._consumers) + list(self._closing):
-            await self._detach(consumer)
-        self._consumers, self._closing = [], []
-        for producer in list(self._producers):
-            producer.close_quietly()
-        self._closed = True
-        self.wake()
-        dispatcher = self._dispatcher
-        if dispatcher is not None and not dispatcher.done():
-            dispatcher.cancel()
-        self._connection.remove_session(self)
-
-    def on_connection_lost(self) -> None:
-        """The broker has every unacknowledged delivery again: forget them, fail the open transaction."""
-        for consumer in self._consumers:
-            consumer.inbox.clear()
-        if self.transacted and (self._unacked or self._tx is not None):
-            self._rollback_only = "the connection to the broker was lost during the transaction"
-        self._unacked = []
-        for consumer in self._closing:  # their subscriptions died with the connection
-            self._connection.unregister_consumer(consumer)
-        self._closing = []
-        self._orphans = {}
-        self._deferred = []
-        self._deferred_abandon = []  # the lost wire answers them (ConnectionLostException)
-        self._after_commit = []
-        self._lazy_acks.clear()
-        self._epoch += 1
-        self._tx = None
-        self.wake()
-
     async def __aenter__(self) -> Session:
         return self
 
@@ -1294,39 +352,3 @@ def _check_destination(destination: object) -> None:
         raise InvalidDestinationException(
             f"expected a Queue or Topic (session.createQueue/createTopic), got {destination!r}"
         )
-
-
-def _log_failure(task: asyncio.Future[None]) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        log.error("a session call whose caller was cancelled failed: %s", task.exception())
-
-
-async def _changed_within(changed: asyncio.Event, timeout_s: float) -> bool:
-    """Wait for ``changed`` at most ``timeout_s``; False when the time ran out. (``asyncio.timeout``, not
-    ``wait_for``, which makes a task per wait: this is on the send window's hot path.)"""
-    try:
-        async with asyncio.timeout(timeout_s):
-            await changed.wait()
-    except TimeoutError:
-        return False
-    return True
-
-
-def _retrieved(task: asyncio.Future[None]) -> None:
-    """The close's outcome reaches every caller that awaits it; one that was cancelled leaves it here."""
-    if not task.cancelled() and task.exception() is not None:
-        log.debug("session close failed: %s", task.exception())
-
-
-def _completion(
-    listener: CompletionListener, message: Message, error: JMSException | None
-) -> Callable[[], Awaitable[None] | None]:
-    """The callback of one asynchronous send: ``onCompletion`` or ``onException`` (either may be a coroutine
-    function)."""
-    if error is None:
-        return lambda: listener.onCompletion(message)
-    return lambda: listener.onException(message, error)
-
-
-def _nothing() -> None:
-    """The place of a send that raised to its caller, in the completion order: nothing to call."""

@@ -460,12 +460,14 @@ def test_catalogue_keeps_one_record_per_subscription_and_none_after_removal(
     registry.flush()
     client = connection.getClientID()
     assert client is not None
-    fresh = QueueCatalogue(connection.config)  # reads the queue itself, not this process's memory
+    fresh = QueueCatalogue(
+        connection.config, connection.open_private
+    )  # reads the queue itself, not this process's memory
     records = fresh._records(key_of(client, "churn"))
     assert [(r.state, r.seq) for r in records] == [("detached", 12)]
     session.unsubscribe("churn")
     registry.flush()
-    assert QueueCatalogue(connection.config)._records(key_of(client, "churn")) == []
+    assert QueueCatalogue(connection.config, connection.open_private)._records(key_of(client, "churn")) == []
 
 
 @pytest.mark.restart
