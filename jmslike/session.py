@@ -5,9 +5,6 @@ delivery, acknowledgement, transactions and the listener thread.
 
 from __future__ import annotations
 
-import logging
-from typing import TYPE_CHECKING
-
 from jmslike import durable_subscriptions, retained, shared_subscriptions
 from jmslike import selector as selectors
 from jmslike.constants import AcknowledgeMode
@@ -30,11 +27,6 @@ from jmslike.subscription_plans import (
     check_subscription_name,
     unsubscribe_refusal,
 )
-
-if TYPE_CHECKING:
-    pass
-
-log = logging.getLogger(__name__)
 
 
 class Session(SessionEngine, SessionModes, MessageFactoryMethods, SessionDomainMethods):

@@ -5,16 +5,13 @@ subscriptions, browsers, temporary destinations, unsubscribe -- on top of the se
 
 from __future__ import annotations
 
-import logging
 from functools import partial
-from typing import TYPE_CHECKING
 
 from jmslike import durable_subscriptions
 from jmslike.aio.consumer import CompanionConsumer, MessageConsumer, OnRequestConsumer, QueueBrowser
 from jmslike.aio.producer import MessageProducer
 from jmslike.aio.session_engine import SessionEngine
 from jmslike.catalogue import optional_registry, registry_for
-from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import parse_selector
 from jmslike.contract import SubscriptionRegistry, SubscriptionSpec
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -35,20 +32,6 @@ from jmslike.subscription_plans import (
     plan_durable,
     plan_shared,
     unsubscribe_refusal,
-)
-
-if TYPE_CHECKING:
-    pass
-
-log = logging.getLogger(__name__)
-
-_ACK_ON_DELIVERY = (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
-# Modes whose subscriptions take cumulative ACKs where the broker has them (DUPS_OK: lazily, LazyAcks).
-_CUMULATIVE_MODES = (AcknowledgeMode.CLIENT_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
-_ACK_LATER = (
-    AcknowledgeMode.CLIENT_ACKNOWLEDGE,
-    AcknowledgeMode.SESSION_TRANSACTED,
-    AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
 )
 
 
