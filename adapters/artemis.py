@@ -40,7 +40,7 @@ unless another module is named) and in ``docs/user-manual/stomp.adoc`` / ``manag
   the TTL becomes heart-beat x ``heartBeatToConnectionTtlModifier`` (2.0) (``StompFrameHandlerV11.HeartBeater``,
   ``StompProtocolManager.createConnectionEntry``).
 - Management: queues are created, compared and destroyed through the ``activemq.management`` address, on a
-  short-lived STOMP connection of its own; :mod:`adapters.artemis_management` holds those calls and says how
+  short-lived STOMP connection of its own; :mod:`jmslike.adapters.artemis_management` holds those calls and says how
   Artemis reads them.
 """
 
@@ -303,7 +303,7 @@ def stable_message_id(message_id: str | None) -> str | None:
     return f"ID:artemis-{core_id if sep else message_id}"
 
 
-# -- subscription queues, through the management address (adapters.artemis_management) ----------------
+# -- subscription queues, through the management address (jmslike.adapters.artemis_management) ----------------
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,10 @@ class AsyncStompWire(WireBase[AsyncPending]):
                 raise
         return pending
 
+    def blocking(self, timeout_s: float) -> BlockingView:
+        """The blocking view of this wire for adapter hooks in a worker thread (contract.AsyncWire)."""
+        return BlockingView(self, self._loop, timeout_s)
+
     async def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
         pending = await self.submit(frame, None)

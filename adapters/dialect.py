@@ -15,12 +15,14 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 
+from jmslike.adapters.async_wire import AsyncStompWire
 from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import TYPE_HEADER
 from jmslike.config import ConnectionConfig
 from jmslike.constants import DeliveryMode
 from jmslike.contract import (
     AdapterOption,
+    AsyncWire,
     Browse,
     Capabilities,
     Frame,
@@ -177,6 +179,12 @@ class StompDialect:
             wire.close(timeout_s=0.5)
             raise
         return wire, connected
+
+    def new_async_wire(
+        self, config: ConnectionConfig, host: tuple[str, int], events: WireEvents
+    ) -> AsyncWire:
+        """jmslike.aio's STOMP wire (adapters/async_wire.py) with this dialect's version and error mapping."""
+        return AsyncStompWire(config, host, self.stomp_version, events, self.error_for, self.default_vhost)
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
         """Hook for brokers that need a round trip after CONNECT (e.g. to claim a client ID)."""

@@ -1,7 +1,7 @@
 """MessageConsumer and QueueBrowser (TopicSubscriber, the durable kind, is jmslike.durable_subscriptions').
 
 A consumer owns one broker subscription and an inbox the receiver thread fills; the session decides
-when and on which thread its messages are handed out (see session.py). Building the Message object
+when and on which thread its messages are handed out (see session_engine.py). Building the Message object
 happens on the delivering thread, not the receiver thread, so a slow decode never delays receipts.
 """
 
@@ -43,7 +43,7 @@ _PROVIDER_PROPERTIES = frozenset({"JMSXDeliveryCount"})
 class Inbox:
     """A consumer's messages not yet handed out, oldest first, and whether it still takes any.
 
-    The session owns delivery (order, local redelivery, acknowledgement, see session.py): it is the only one
+    The session owns delivery (order, local redelivery, acknowledgement, see session_engine.py): it is the only one
     that changes an inbox, always under its own lock, so the inbox needs none. A closed inbox stays closed:
     closing hands back what it held, for the broker to have again."""
 

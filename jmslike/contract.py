@@ -257,6 +257,62 @@ class Wire(Protocol):
         """Send with a receipt and return at once; ``callback`` (receiver thread) gets the answer too."""
 
 
+class AsyncPendingReceipt(Protocol):
+    """:class:`PendingReceipt` on the event loop (``jmslike.aio``): answered exactly once, awaited."""
+
+    error: JMSException | None
+
+    async def answered(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for the answer; False when none came in time (``error`` is then None)."""
+        ...
+
+
+class AsyncWire(Protocol):
+    """The transport as ``jmslike.aio`` sees it, on the running loop: :class:`Wire`'s calls, awaited. The
+    adapter builds it (:meth:`Adapter.new_async_wire`); the API never names the class."""
+
+    @property
+    def host(self) -> tuple[str, int]:
+        """The broker host and port this wire is connected to."""
+        ...
+
+    @property
+    def is_open(self) -> bool:
+        """Connected, and neither closed nor lost."""
+        ...
+
+    async def open(self, headers: Mapping[str, str]) -> dict[str, str]:
+        """CONNECT with ``headers`` and wait for CONNECTED; its headers. Errors are mapped, never hang."""
+        ...
+
+    async def request(self, frame: Frame, timeout_s: float | None = None) -> None:
+        """Send with a receipt and wait for it; an ERROR answering it raises the mapped exception."""
+        ...
+
+    async def post(self, frame: Frame) -> None:
+        """Send without a receipt."""
+        ...
+
+    def post_nowait(self, frame: Frame) -> None:
+        """Send without a receipt and without waiting for the transport to drain."""
+        ...
+
+    async def submit(
+        self, frame: Frame, callback: Callable[[JMSException | None], None] | None
+    ) -> AsyncPendingReceipt:
+        """Send with a receipt and return once written; ``callback`` (on the loop) gets the answer too."""
+        ...
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """DISCONNECT (waiting up to ``timeout_s`` for its receipt), then close the socket."""
+        ...
+
+    def blocking(self, timeout_s: float) -> Wire:
+        """A blocking :class:`Wire` over this one, for adapter hooks run in a worker thread while the loop
+        serves the wire; a call waits at most ``timeout_s`` for the loop beyond the receipt timeout."""
+        ...
+
+
 @dataclass(frozen=True)
 class AdapterOption:
     """A URL option an adapter declares for its own scheme (``Adapter.url_options``): a third-party adapter
@@ -335,6 +391,13 @@ class Adapter(Protocol):
         """CONNECT to ``host`` (claiming ``client_id`` where given): the open wire, which tells ``events``
         what arrives, and the CONNECTED frame's headers. Raises the broker's refusal as its JMS exception,
         and SilentConnectRefusal when the broker closed without saying why (the connection asks once more)."""
+        ...
+
+    def new_async_wire(
+        self, config: ConnectionConfig, host: tuple[str, int], events: WireEvents
+    ) -> AsyncWire:
+        """``jmslike.aio``'s wire to ``host``, not yet open (called on the running loop): the connection opens
+        it with :meth:`connect_headers`, then runs :meth:`on_connected` on its blocking view."""
         ...
 
     def transaction_frame(self, command: TransactionCommand, transaction: str) -> Frame:

@@ -3,7 +3,7 @@ which ACK frames settle a batch of them.
 
 A session redelivers locally (``recover()``, ``rollback()``, a listener that raised) by putting a
 :class:`Pending` back in its consumer's inbox with one more local redelivery; JMSRedelivered and
-JMSXDeliveryCount follow from it. The threaded :mod:`~jmslike.session` and ``jmslike.aio.session`` share
+JMSXDeliveryCount follow from it. The threaded :mod:`~jmslike.session_engine` and ``jmslike.aio.session_engine`` share
 these rules; nothing here waits or locks.
 """
 
@@ -32,7 +32,7 @@ C = TypeVar("C", bound=Subscribed)
 # A listener that keeps raising in AUTO or DUPS_OK mode gets its message back this many times, like the
 # ActiveMQ Java client's maximumRedeliveries; after that the message stays unacknowledged on the broker
 # (never dropped) and is redelivered when the consumer closes; on a cumulative DUPS_OK subscription it is
-# NACKed instead (Session._poison).
+# NACKed instead (SessionEngine._poison).
 MAX_LISTENER_REDELIVERIES = 6
 
 

@@ -4,7 +4,7 @@ The data path -- sends, deliveries, acknowledgements, transactions -- runs on th
 thread of jmslike's (:mod:`~jmslike.adapters.async_wire`). The adapters' round trips at connect, subscribe and
 unsubscribe (client-ID claims, RabbitMQ's HTTP management, Artemis's management connection) are written
 against the blocking adapter contract; they run in asyncio's default executor through
-:class:`~jmslike.adapters.async_wire.BlockingView` while the loop keeps serving the wire. So adapters are
+:meth:`~jmslike.contract.AsyncWire.blocking` view while the loop keeps serving the wire. So adapters are
 the same for both APIs.
 
 Recovery as in the threaded Connection: with ``?reconnect=true`` one supervisor task reconnects with a bounded
@@ -25,7 +25,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jmslike.adapters.async_wire import AsyncStompWire, BlockingView
 from jmslike.aio.context import JMSContext
 from jmslike.aio.private_link import PrivateLink
 from jmslike.aio.session import Session
@@ -39,7 +38,7 @@ from jmslike.connection import (
     private_connection,
 )
 from jmslike.context import SharedConnection
-from jmslike.contract import Adapter, SilentConnectRefusal
+from jmslike.contract import Adapter, AsyncWire, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -129,7 +128,7 @@ class Connection:
         self._sub_ids = itertools.count(1)
         self._exception_listener: ExceptionListener | None = None
         self._reports: set[asyncio.Task[None]] = set()
-        self._wire: AsyncStompWire | None = None
+        self._wire: AsyncWire | None = None
         self._closing: asyncio.Future[None] | None = None
         self.temporaries = TemporaryDestinations()
         self.delay_check = DelayCheck()  # JMS 2.0 delivery delay honoured by the broker? (found once)
@@ -155,7 +154,7 @@ class Connection:
         connection._client_id_locked = client_id is not None
         return connection
 
-    async def _open_wire(self, client_id: str | None) -> AsyncStompWire:
+    async def _open_wire(self, client_id: str | None) -> AsyncWire:
         return await open_first_async(
             self._config.hosts,
             lambda host: self._open_host(host, client_id),
@@ -164,18 +163,16 @@ class Connection:
 
     async def _open_host(
         self, host: tuple[str, int], client_id: str | None, *, ask_again: bool = True
-    ) -> AsyncStompWire:
+    ) -> AsyncWire:
         """CONNECT to one host, then the adapter's connect hook (in a worker thread); a silent refusal is asked
         once more, as the threaded connection does (contract.SilentConnectRefusal)."""
         adapter = self.adapter
         events = WireEventRouter(self)
-        wire = AsyncStompWire(
-            self._config, host, adapter.stomp_version, events, adapter.error_for, adapter.default_vhost
-        )
+        wire = adapter.new_async_wire(self._config, host, events)
         events.wire = wire
         try:
             connected = await wire.open(adapter.connect_headers(self._config, client_id))
-            view = BlockingView(wire, self._loop, self.worker_timeout_s)
+            view = wire.blocking(self.worker_timeout_s)
             await self.in_worker(adapter.on_connected, view, connected, client_id)
         except SilentConnectRefusal:
             await wire.close(timeout_s=0.5)
@@ -197,7 +194,7 @@ class Connection:
         return self._config
 
     @property
-    def wire(self) -> AsyncStompWire:
+    def wire(self) -> AsyncWire:
         """The open wire; ConnectionLostException once it is lost, IllegalStateException once closed."""
         self.check_open()
         if self._failure is not None:
@@ -216,9 +213,9 @@ class Connection:
         """The wire is gone: closed by us, or lost (nothing more can be sent on it)."""
         return self._wire is None or not self._wire.is_open
 
-    def blocking_wire(self) -> BlockingView:
+    def blocking_wire(self) -> Wire:
         """The wire as the adapters' blocking contract has it, for :meth:`in_worker`."""
-        return BlockingView(self.wire, self._loop, self.worker_timeout_s)
+        return self.wire.blocking(self.worker_timeout_s)
 
     @property
     def worker_timeout_s(self) -> float:
@@ -279,7 +276,7 @@ class Connection:
         """Set while the wire is usable; clear while a reconnect is under way (deliveries wait for it)."""
         return self._ready
 
-    async def use_wire(self) -> AsyncStompWire:
+    async def use_wire(self) -> AsyncWire:
         """The open wire; while a reconnect is under way, wait for it (bounded by the receipt timeout) rather
         than fail, as the threaded connection's ``wire_for_use`` does."""
         self.check_open()
@@ -443,12 +440,12 @@ class Connection:
         for attempt in range(1, config.reconnect_attempts + 1):
             if self._closed:
                 return
-            wire: AsyncStompWire | None = None
+            wire: AsyncWire | None = None
             try:
                 wire = await self._open_wire(self._client_id)
                 # Re-subscribe before the wire becomes the connection's: a failed attempt leaves no
                 # half-subscribed wire in use.
-                view = BlockingView(wire, self._loop, self.worker_timeout_s)
+                view = wire.blocking(self.worker_timeout_s)
                 subscribed = []
                 for consumer in list(self._consumers.values()):
                     if not consumer.closed:

@@ -1,7 +1,7 @@
 """``jmslike.aio``'s MessageConsumer: ``await receive()``, ``async for``, and listeners that may be coroutines.
 
 It holds its subscription and its inbox; its session decides delivery (order, acknowledgement, local
-redelivery), as in the threaded API (:mod:`jmslike.aio.session`).
+redelivery), as in the threaded API (:mod:`jmslike.aio.session_engine`).
 """
 
 from __future__ import annotations

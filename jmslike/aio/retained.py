@@ -23,8 +23,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from jmslike import retained
-from jmslike.adapters.async_wire import AsyncPending
-from jmslike.contract import OutgoingMessage
+from jmslike.contract import AsyncPendingReceipt, OutgoingMessage
 from jmslike.exceptions import ConnectionLostException, JMSException
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ async def _atomically(connection: Connection, publication: retained.Publication)
     wire = await connection.use_wire()
     transaction = retained.private_transaction_id(connection.connection_id)
     await wire.request(adapter.transaction_frame("BEGIN", transaction))
-    waiting: list[AsyncPending] = []
+    waiting: list[AsyncPendingReceipt] = []
     try:
         for frame in publication.frames(adapter, transaction):
             if adapter.transactional_send_receipts:

@@ -32,13 +32,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
-from jmslike.adapters.async_wire import AsyncPending, AsyncStompWire
 from jmslike.aio.consumer import MessageConsumer
 from jmslike.aio.producer import MessageProducer
 from jmslike.catalogue import optional_registry
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import build_message
-from jmslike.contract import Frame, IncomingMessage, OutgoingMessage
+from jmslike.contract import AsyncPendingReceipt, AsyncWire, Frame, IncomingMessage, OutgoingMessage
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -86,7 +85,9 @@ class SessionEngine:
         self._producers: list[MessageProducer] = []
         self._unacked: list[tuple[MessageConsumer, Pending]] = []
         self._tx: str | None = None
-        self._deferred: list[AsyncPending] = []  # transactional sends the broker answers only after COMMIT
+        self._deferred: list[
+            AsyncPendingReceipt
+        ] = []  # transactional sends the broker answers only after COMMIT
         self._deferred_abandon: list[
             Callable[[JMSException | None], None]
         ] = []  # their callbacks, if rolled back
@@ -437,7 +438,7 @@ class SessionEngine:
             self._tx = tx
         return self._tx
 
-    def defer_receipt(self, pending: AsyncPending) -> None:
+    def defer_receipt(self, pending: AsyncPendingReceipt) -> None:
         """A transactional send whose receipt the broker sends only after COMMIT: ``commit()`` waits for it."""
         self._deferred.append(pending)
 
@@ -521,7 +522,7 @@ class SessionEngine:
             except JMSException as exc:
                 self._connection.report(exc)
 
-    async def _await_deferred(self, deferred: list[AsyncPending]) -> None:
+    async def _await_deferred(self, deferred: list[AsyncPendingReceipt]) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
         for item in deferred:
@@ -633,18 +634,18 @@ class SessionEngine:
 
     async def _submit(
         self,
-        wire: AsyncStompWire,
+        wire: AsyncWire,
         frame: Frame,
         settled: Callable[[JMSException | None], None],
         ticket: int,
         unsent: Callable[[], None] | None = None,
-    ) -> AsyncPending:
+    ) -> AsyncPendingReceipt:
         """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
         way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
         its place in the completion order up (nothing waits behind it) and calls ``unsent``."""
         submitting = asyncio.ensure_future(wire.submit(frame, settled))
 
-        def failed(done: asyncio.Future[AsyncPending]) -> None:
+        def failed(done: asyncio.Future[AsyncPendingReceipt]) -> None:
             if done.cancelled() or done.exception() is not None:
                 if ticket >= 0:
                     self._complete(ticket, _nothing)

@@ -24,6 +24,15 @@ def _modules() -> dict[str, Path]:
     return {_module_name(path): path for package in PACKAGES for path in (ROOT / package).rglob("*.py")}
 
 
+def _source_name(module: str) -> str:
+    """Installed, every folder is under ``jmslike`` (pyproject's package-dir): ``jmslike.adapters.x`` is the
+    source tree's ``adapters.x``, and likewise for ``spark_sink``."""
+    for folder in PACKAGES[1:]:
+        if module == f"jmslike.{folder}" or module.startswith(f"jmslike.{folder}."):
+            return module.removeprefix("jmslike.")
+    return module
+
+
 def _runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
     """The known modules ``name`` imports when it runs (TYPE_CHECKING blocks left out)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -35,9 +44,9 @@ def _runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
                 visit(child)
             return
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
+            found.update(_source_name(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
+            base = _source_name(node.module or "")
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
@@ -116,3 +125,9 @@ def test_the_api_never_imports_an_adapter_by_name() -> None:
 def test_the_cycle_finder_finds_a_function_level_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_installed_names_map_to_the_source_tree() -> None:
+    assert _source_name("jmslike.adapters.async_wire") == "adapters.async_wire"
+    assert _source_name("jmslike.aio") == "jmslike.aio"
+    assert "adapters.async_wire" in _graph()["adapters.dialect"]
