@@ -181,7 +181,13 @@ class AsyncStompWire(WireBase[AsyncPending]):
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
         pending = await self.submit(frame, None)
         timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
-        if not await pending.answered(timeout):
+        try:
+            answered = await pending.answered(timeout)
+        except asyncio.CancelledError:
+            self._gave_up(pending)  # the caller was cancelled: nobody waits for this receipt any more
+            raise
+        if not answered:
+            self._gave_up(pending)
             raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
         if pending.error is not None:
             raise pending.error

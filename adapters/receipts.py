@@ -11,7 +11,10 @@ the rules below live once and are unit-tested without a socket:
   broker's error, not a success on a connection about to die; if the connection survives (ActiveMQ keeps
   it), the held receipts stand;
 - when the connection ends, every call still waiting is answered with the loss, and held receipts, which
-  did arrive, with success.
+  did arrive, with success;
+- a call whose caller stopped waiting (its receipt timed out) stays in the book, so a late RECEIPT or ERROR
+  still settles it by the rules above, but it no longer counts as something the connection waits for
+  (:attr:`ReceiptBook.busy`): a broker that never answers it must not switch the byte bound off for good.
 
 The book never calls back: it returns what must be answered, and its owner answers outside its lock.
 """
@@ -41,10 +44,19 @@ class Ending(Generic[P]):
 class ReceiptBook(Generic[P]):
     """The calls of one connection waiting for receipts, keyed by receipt id, in the order they were sent."""
 
-    __slots__ = ("_ended", "_held", "_hold_until", "_pending", "_release_scheduled", "_unmatched_error")
+    __slots__ = (
+        "_abandoned",
+        "_ended",
+        "_held",
+        "_hold_until",
+        "_pending",
+        "_release_scheduled",
+        "_unmatched_error",
+    )
 
     def __init__(self) -> None:
         self._pending: dict[str, P] = {}
+        self._abandoned: set[str] = set()  # ids in _pending whose callers gave up waiting
         self._held: list[P] = []
         self._unmatched_error: str | None = None
         self._hold_until = 0.0
@@ -58,7 +70,21 @@ class ReceiptBook(Generic[P]):
     def busy(self) -> bool:
         """Something still depends on the broker's next frames: a call waiting for its receipt, or receipts
         held after an ERROR that named none (the connection's end, if it comes, decides them)."""
-        return bool(self._pending or self._held or self._unmatched_error is not None)
+        return (
+            len(self._pending) > len(self._abandoned) or bool(self._held) or self._unmatched_error is not None
+        )
+
+    def abandon(self, call: P) -> None:
+        """``call``'s caller stopped waiting (receipt timeout): keep it for a late answer, but stop counting it
+        in :attr:`busy`. A call no longer in the book (answered meanwhile) is left alone."""
+        for receipt_id, waiting in self._pending.items():
+            if waiting is call:
+                self._abandoned.add(receipt_id)
+                return
+
+    def _take(self, receipt_id: str) -> P | None:
+        self._abandoned.discard(receipt_id)
+        return self._pending.pop(receipt_id, None)
 
     def record(self, receipt_id: str, call: P) -> None:
         """``call`` waits for ``receipt_id``; recorded before the frame's first byte is written."""
@@ -67,12 +93,12 @@ class ReceiptBook(Generic[P]):
     def withdraw(self, receipt_id: str) -> P | None:
         """Take back a call whose frame could not be written; None when the end of the connection already
         answered it (then its answer stands, and the writer must not report the failure a second time)."""
-        return self._pending.pop(receipt_id, None)
+        return self._take(receipt_id)
 
     def receipt(self, receipt_id: str) -> P | None:
         """A RECEIPT arrived: the call to answer with success now, or None (unknown id, or held after an
         unmatched ERROR until :meth:`release_due` or :meth:`end`)."""
-        call = self._pending.pop(receipt_id, None)
+        call = self._take(receipt_id)
         if call is not None and self._unmatched_error is not None and not self._ended:
             self._held.append(call)
             return None
@@ -80,7 +106,7 @@ class ReceiptBook(Generic[P]):
 
     def refused(self, receipt_id: str | None) -> P | None:
         """An ERROR naming ``receipt_id`` arrived: the call it fails, or None (then call :meth:`unmatched`)."""
-        return None if receipt_id is None else self._pending.pop(receipt_id, None)
+        return None if receipt_id is None else self._take(receipt_id)
 
     def unmatched(self, text: str, now: float) -> bool:
         """An ERROR answering no waiting call arrived at ``now``: hold receipts until ``now`` +
@@ -113,9 +139,10 @@ class ReceiptBook(Generic[P]):
             if self._held:
                 ending.culprit = self._held.pop(0)
             elif self._pending:
-                ending.culprit = self._pending.pop(next(iter(self._pending)))
+                ending.culprit = self._take(next(iter(self._pending)))
             ending.culprit_text = self._unmatched_error
         ending.arrived, self._held = self._held, []
         ending.unanswered = list(self._pending.values())
         self._pending.clear()
+        self._abandoned.clear()
         return ending

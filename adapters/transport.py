@@ -197,6 +197,7 @@ class StompWire(WireBase[_Pending]):
             pending = self.submit(frame, None)
             timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
             if not pending.done.wait(timeout):
+                self._gave_up(pending)
                 raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
         finally:
             sock.quick_ack_end()

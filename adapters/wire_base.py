@@ -187,6 +187,12 @@ class WireBase(Generic[P]):
         assert isinstance(exc, SocketClosed)
         return ConnectionLostException(f"connection lost while sending {frame.command}"), None
 
+    def _gave_up(self, pending: P) -> None:
+        """A request's receipt timed out: its late answer still settles it, but the reader no longer reads on
+        for it past the byte bound (ReceiptBook.abandon)."""
+        with self._lock:
+            self._receipts.abandon(pending)
+
     def _still_ours(self, recorded: list[str]) -> bool:
         """After a failed write: whether the call must raise. Exactly one outcome per call: if the end of the
         connection already took it from the book, its answer (the loss) stands and raising would settle it twice."""

@@ -98,7 +98,8 @@ def test_a_flood_of_unmatched_errors_schedules_one_release_and_moves_its_deadlin
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(["receipt", "refused", "unmatched", "release", "withdraw"]), st.integers(0, 9)
+            st.sampled_from(["receipt", "refused", "unmatched", "release", "withdraw", "abandon"]),
+            st.integers(0, 9),
         ),
         max_size=40,
     ),
@@ -120,6 +121,8 @@ def test_every_recorded_call_is_answered_exactly_once(steps: list[tuple[str, int
             book.unmatched("e", now)
         elif action == "release":
             answered += book.release_due(now)[0]
+        elif action == "abandon":
+            book.abandon(n)
         else:
             answered += [c for c in [book.withdraw(f"r{n}")] if c is not None]
     ending = book.end(closing)
@@ -138,3 +141,21 @@ def test_busy_while_a_call_waits_or_receipts_are_held_after_an_unmatched_error()
     assert len(book) == 0 and book.busy, "the held receipt's outcome depends on what comes next"
     held, _ = book.release_due(now=HOLD_AFTER_ERROR_S + 1.0)
     assert held == ["send-1"] and not book.busy
+
+
+def test_a_call_whose_caller_gave_up_is_still_answered_but_keeps_nothing_busy() -> None:
+    """A request that timed out must not switch the byte bound off for the rest of the wire (flow.py)."""
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "request-1")
+    book.record("r2", "send-2")
+    book.abandon("request-1")
+    assert book.busy, "send-2 still waits"
+    assert book.receipt("r2") == "send-2"
+    assert not book.busy, "only the abandoned call is left"
+    assert book.receipt("r1") == "request-1", "its late receipt still settles it"
+    book.abandon("answered-already")  # no longer in the book: nothing happens
+    book.record("r3", "request-3")
+    book.abandon("request-3")
+    assert not book.busy
+    assert book.end(closing=False).unanswered == ["request-3"]
+    assert not book.busy
