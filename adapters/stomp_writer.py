@@ -40,16 +40,16 @@ def encode_frame(command: str, headers: Mapping[str, str], body: bytes, version:
     """The bytes of one client frame: command line, escaped headers, blank line, body, NUL."""
     if body and "content-length" in headers:
         headers = {**headers, "content-length": str(len(body))}
-    head = "".join([f"{key}:{value}\n" for key, value in headers.items()])
-    # The usual frame needs no escaping: then the header block holds exactly one colon and one newline per
-    # header (the separators) and no backslash, which four C scans tell without a call per header.
+    # Escaping every name and value with a call each costs ~36 calls per SEND. Instead the header block is
+    # built with two stand-in separators no header holds (counted to be sure), escaped in one pass of C-level
+    # replaces, and the separators put in last; a header holding a stand-in is escaped one by one.
+    head = "".join([f"{key}\x00{value}\x01" for key, value in headers.items()])
     count = len(headers)
-    if (
-        head.count(":") != count
-        or head.count("\n") != count
-        or "\\" in head
-        or (version == "1.2" and "\r" in head)
-    ):
+    if head.count("\x00") != count or head.count("\x01") != count:
         escape = _escape_12 if version == "1.2" else _escape_11
         head = "".join([f"{escape(key)}:{escape(value)}\n" for key, value in headers.items()])
+    else:
+        head = (
+            (_escape_12 if version == "1.2" else _escape_11)(head).replace("\x00", ":").replace("\x01", "\n")
+        )
     return b"".join((f"{command}\n{head}\n".encode("utf-8", "replace"), body, _NUL))
