@@ -15,7 +15,6 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping
 
-from jmslike.adapters.async_wire import AsyncStompWire
 from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import TYPE_HEADER
 from jmslike.config import ConnectionConfig
@@ -183,7 +182,10 @@ class StompDialect:
     def new_async_wire(
         self, config: ConnectionConfig, host: tuple[str, int], events: WireEvents
     ) -> AsyncWire:
-        """jmslike.aio's STOMP wire (adapters/async_wire.py) with this dialect's version and error mapping."""
+        """jmslike.aio's STOMP wire (adapters/async_wire.py) with this dialect's version and error mapping.
+        Imported here, not at module level, so threaded applications never load asyncio for it (~30 ms)."""
+        from jmslike.adapters.async_wire import AsyncStompWire
+
         return AsyncStompWire(config, host, self.stomp_version, events, self.error_for, self.default_vhost)
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:

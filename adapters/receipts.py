@@ -75,7 +75,7 @@ class ReceiptBook(Generic[P]):
         )
 
     def abandon(self, call: P) -> None:
-        """``call``'s caller stopped waiting (receipt timeout): keep it for a late answer, but stop counting it
+        """``call``'s caller stopped waiting (receipt timeout, or cancelled): keep it for a late answer, but stop counting it
         in :attr:`busy`. A call no longer in the book (answered meanwhile) is left alone."""
         for receipt_id, waiting in self._pending.items():
             if waiting is call:

@@ -188,8 +188,8 @@ class WireBase(Generic[P]):
         return ConnectionLostException(f"connection lost while sending {frame.command}"), None
 
     def _gave_up(self, pending: P) -> None:
-        """A request's receipt timed out: its late answer still settles it, but the reader no longer reads on
-        for it past the byte bound (ReceiptBook.abandon)."""
+        """A request's caller stopped waiting (receipt timeout, or a cancelled asyncio caller): its late answer
+        still settles it, but the reader no longer reads on for it past the byte bound (ReceiptBook.abandon)."""
         with self._lock:
             self._receipts.abandon(pending)
 
@@ -308,7 +308,8 @@ class WireBase(Generic[P]):
         """The driver's question before each read: stop reading while the connection's consumers hold their
         byte bound (and no browse waits, BufferGauge.holding), unless CONNECT is unanswered, a call waits for a
         receipt or an ERROR's outcome (it is behind the messages), or the wire is closing. Read without the
-        lock: a stale answer is corrected by the wake-up that follows every change."""
+        lock: a stale answer is corrected by the wake-up that follows every change that can end a hold (a
+        change that only ends one, such as an abandoned receipt, is seen before the next read)."""
         buffer = self._buffer
         return (
             buffer is not None

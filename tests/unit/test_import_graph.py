@@ -33,8 +33,9 @@ def _source_name(module: str) -> str:
     return module
 
 
-def _runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The known modules ``name`` imports when it runs (TYPE_CHECKING blocks left out)."""
+def _runtime_imports(name: str, path: Path, known: set[str], source: str | None = None) -> set[str]:
+    """The known modules ``name`` imports when it runs (TYPE_CHECKING blocks left out); ``source`` stands in
+    for the file's text."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
 
@@ -51,12 +52,12 @@ def _runtime_imports(name: str, path: Path, known: set[str]) -> set[str]:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             for alias in node.names:
-                submodule = f"{base}.{alias.name}"
+                submodule = _source_name(f"{base}.{alias.name}")
                 found.add(submodule if submodule in known else base)
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")))
+    visit(ast.parse(path.read_text(encoding="utf-8") if source is None else source))
     return {module for module in found if module in known and module != name}
 
 
@@ -130,4 +131,10 @@ def test_the_cycle_finder_finds_a_function_level_cycle() -> None:
 def test_installed_names_map_to_the_source_tree() -> None:
     assert _source_name("jmslike.adapters.async_wire") == "adapters.async_wire"
     assert _source_name("jmslike.aio") == "jmslike.aio"
-    assert "adapters.async_wire" in _graph()["adapters.dialect"]
+    assert "adapters.dialect" in _graph()["adapters.activemq"]
+    source = "from jmslike import adapters\nimport jmslike.adapters.async_wire\n"
+    probe = ROOT / "jmslike" / "probe.py"
+    assert _runtime_imports("jmslike.probe", probe, set(_modules()), source) == {
+        "adapters",
+        "adapters.async_wire",
+    }
