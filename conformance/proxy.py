@@ -35,6 +35,7 @@ Side = Literal["broker", "client"]
 
 _POLL_S = 0.1
 _CHUNK = 65536
+_IN_FLIGHT_WAIT_S = 5.0  # stall(): the longest it waits for chunks already past their stall check
 
 
 def _close(sock: socket.socket) -> None:
@@ -92,6 +93,10 @@ class FaultProxy:
         self.accepted = 0
         self.refused = 0
         self._forwarded = {"to_broker": 0, "to_client": 0}
+        # Chunks between their stall check and their count: stall() waits for them, so that what it stopped
+        # is exactly what forwarded() does not count (a pump thread descheduled right after sendall would
+        # otherwise count its chunk after the stall, as if it had got through the stall).
+        self._in_flight = {"to_broker": 0, "to_client": 0}
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -160,8 +165,12 @@ class FaultProxy:
     def stall(self, direction: Direction = "both") -> None:
         """Stop forwarding ``direction`` (new connections too) until :meth:`resume`; sockets stay open."""
         with self._cond:
-            self._stalled |= {"to_broker", "to_client"} if direction == "both" else {direction}
+            stalled = {"to_broker", "to_client"} if direction == "both" else {direction}
+            self._stalled |= stalled
             self._cond.notify_all()
+            deadline = time.monotonic() + _IN_FLIGHT_WAIT_S
+            while any(self._in_flight[d] for d in stalled) and time.monotonic() < deadline:
+                self._cond.wait(_POLL_S)
         log.info("proxy %d: stalled %s", self.port, direction)
 
     def half_open(self, closed_side: Side = "broker") -> int:
@@ -277,12 +286,23 @@ class FaultProxy:
                     daemon=True,
                 ).start()
 
-    def _wait_forwardable(self, link: _Link, direction: str) -> bool:
-        """Block while ``direction`` is stalled; False once the link is gone."""
+    def _wait_forwardable(self, link: _Link, direction: str, claim: bool = False) -> bool:
+        """Block while ``direction`` is stalled; False once the link is gone. ``claim``: the caller forwards a
+        chunk now, in flight until :meth:`_counted` (in the same pass under the lock as the stall check)."""
         with self._cond:
             while direction in self._stalled and not link.closed and not self._closed:
                 self._cond.wait(_POLL_S)
-            return not (link.closed or self._closed)
+            forwardable = not (link.closed or self._closed)
+            if forwardable and claim:
+                self._in_flight[direction] += 1
+            return forwardable
+
+    def _counted(self, direction: str, size: int) -> None:
+        """A claimed chunk went out (``size`` bytes) or failed (0)."""
+        with self._cond:
+            self._in_flight[direction] -= 1
+            self._forwarded[direction] += size
+            self._cond.notify_all()
 
     def _pump(self, link: _Link, source: socket.socket, target: socket.socket, direction: str) -> None:
         try:
@@ -303,16 +323,17 @@ class FaultProxy:
                     break
                 if not data:
                     break
-                if not self._wait_forwardable(link, direction):  # a stall that began meanwhile holds it
+                if not self._wait_forwardable(
+                    link, direction, claim=True
+                ):  # a stall begun meanwhile holds it
                     return
                 try:
                     target.sendall(data)
                 except OSError:
+                    self._counted(direction, 0)
                     break
                 link.forwarded[direction] += len(data)
-                with self._cond:
-                    self._forwarded[direction] += len(data)
-                    self._cond.notify_all()
+                self._counted(direction, len(data))
         finally:
             if link.half is None:  # an ordinary close on one side: pass it on to the other
                 with self._cond:

@@ -130,7 +130,9 @@ def repeated_restarts(ctx: Context) -> None:
         send_texts(ctx.connect(), queue, batch)
         sent += batch
         ctx.restart()
-    assert drain_texts(ctx.connect(), queue, 1000) == sent
+    got = drain_texts(ctx.connect(), queue, 1000)
+    missing = [text for text in sent if text not in got]
+    assert got == sent, f"through 3 restarts: missing {missing}, got {got}"
 
 
 # -- expiry -------------------------------------------------------------------------------------------
