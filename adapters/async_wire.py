@@ -177,27 +177,6 @@ class AsyncStompWire(WireBase[AsyncPending]):
         """The blocking view of this wire for adapter hooks in a worker thread (contract.AsyncWire)."""
         return BlockingView(self, self._loop, timeout_s)
 
-    def submit_nowait(
-        self, frame: Frame, callback: Callable[[JMSException | None], None] | None
-    ) -> AsyncPending:
-        """:meth:`submit` without waiting for the transport to drain: no await, so a cancelled caller cannot
-        come between the frame and its bookkeeping, and no task is needed to shield it. The caller bounds what
-        it writes this way (jmslike.aio's send window); the next awaited write drains, and a broker that takes
-        nothing drops the connection after the write deadline (AsyncStompConnection.write)."""
-        self._check_usable(frame)
-        pending = AsyncPending(frame, callback, self._loop)
-        recorded: list[str] = []
-        try:
-            self._connection.write(
-                self._prepare(frame), receipt=True, on_sent=self._recorder(pending, recorded)
-            )
-        except SocketClosed as exc:
-            error, reason = self._write_failure(frame, exc)
-            self._connection.abort(reason)
-            if self._still_ours(recorded):
-                raise error from exc
-        return pending
-
     async def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
         pending = await self.submit(frame, None)

@@ -303,13 +303,6 @@ class AsyncWire(Protocol):
         """Send with a receipt and return once written; ``callback`` (on the loop) gets the answer too."""
         ...
 
-    def submit_nowait(
-        self, frame: Frame, callback: Callable[[JMSException | None], None] | None
-    ) -> AsyncPendingReceipt:
-        """:meth:`submit` without waiting for the transport to drain (no await); the caller bounds how much it
-        writes this way."""
-        ...
-
     async def close(self, timeout_s: float = 5.0) -> None:
         """DISCONNECT (waiting up to ``timeout_s`` for its receipt), then close the socket."""
         ...

@@ -622,16 +622,12 @@ class SessionEngine:
                 connection.report(error)
 
         ticket = self._ticket(listener)
-        # No await from taking the place to handing the frame over: a cancelled caller cannot split them, and
-        # the send window bounds what is written without draining (one task per send cost ~20 us on the loop).
-        try:
-            wire.submit_nowait(frame, settled)
-        except BaseException:
-            if ticket >= 0:
-                self._complete(ticket, _nothing)
+
+        def unsent() -> None:
             self._places.release(size)
             self.wake()
-            raise
+
+        await self._submit(wire, frame, settled, ticket, unsent)
 
     def _ticket(self, listener: CompletionListener | None) -> int:
         return self._completions.ticket() if listener is not None else -1
@@ -642,15 +638,19 @@ class SessionEngine:
         frame: Frame,
         settled: Callable[[JMSException | None], None],
         ticket: int,
+        unsent: Callable[[], None] | None = None,
     ) -> AsyncPendingReceipt:
         """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
         way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
-        its place in the completion order up (nothing waits behind it)."""
+        its place in the completion order up (nothing waits behind it) and calls ``unsent``."""
         submitting = asyncio.ensure_future(wire.submit(frame, settled))
 
         def failed(done: asyncio.Future[AsyncPendingReceipt]) -> None:
-            if (done.cancelled() or done.exception() is not None) and ticket >= 0:
-                self._complete(ticket, _nothing)
+            if done.cancelled() or done.exception() is not None:
+                if ticket >= 0:
+                    self._complete(ticket, _nothing)
+                if unsent is not None:
+                    unsent()
 
         submitting.add_done_callback(failed)
         return await asyncio.shield(submitting)
