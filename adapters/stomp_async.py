@@ -75,6 +75,9 @@ class AsyncStompConnection:
         self._read_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._stall_watch: asyncio.TimerHandle | None = None
+        self._written = (
+            0  # bytes handed to the transport, ever: less what it still buffers is what the broker took
+        )
         self._ended = False
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
@@ -113,7 +116,7 @@ class AsyncStompConnection:
             with contextlib.suppress(OSError):
                 bound_socket_in_time(sock, self._write_timeout_s)
         log.debug("CONNECT to %s:%s, virtual host %r (login and passcode not shown)", host, port, vhost)
-        writer.write(data)
+        self._put(writer, data)
         try:
             await self._drain(self._connect_timeout_s)
         except (SocketClosed, WriteStalled):
@@ -129,7 +132,7 @@ class AsyncStompConnection:
             self.abort()
             return
         loop = asyncio.get_running_loop()
-        writer.write(self._protocol.disconnect(loop.time()))
+        self._put(writer, self._protocol.disconnect(loop.time()))
         task = self._read_task
         try:
             await self._drain(timeout_s)
@@ -174,29 +177,39 @@ class AsyncStompConnection:
         data, pending = self._protocol.send(frame, loop.time(), receipt=receipt)
         if pending is not None and on_sent is not None:
             on_sent(pending)
-        writer.write(data)  # no await since encoding: frames never interleave
+        self._put(writer, data)  # no await since encoding: frames never interleave
         if self._stall_watch is None and self._backed_up(writer):
             # Nobody may await these bytes (an ACK from write()): watch that the broker keeps taking them.
-            self._stall_watch = loop.call_later(
-                self._write_timeout_s, self._check_stall, writer.transport.get_write_buffer_size()
-            )
+            self._stall_watch = loop.call_later(self._write_timeout_s, self._check_stall, self._taken(writer))
 
     @staticmethod
     def _backed_up(writer: asyncio.StreamWriter) -> bool:
         transport = writer.transport
         return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
 
-    def _check_stall(self, size_then: int) -> None:
+    def _put(self, writer: asyncio.StreamWriter, data: bytes) -> None:
+        """Every write goes through here, so that bytes taken (:meth:`_taken`) can be known."""
+        writer.write(data)
+        self._written += len(data)
+
+    def _taken(self, writer: asyncio.StreamWriter) -> int:
+        """Bytes the socket has taken from the transport so far (handed over, less still buffered)."""
+        return self._written - writer.transport.get_write_buffer_size()
+
+    def _check_stall(self, taken_then: int) -> None:
         """The write deadline for bytes nobody awaits: the buffer above its high-water mark, and the broker took
-        none of it for ``write_timeout_s``: drop the connection (the same rule as a send's deadline)."""
+        none of it for ``write_timeout_s``: drop the connection (the same rule as a send's deadline).
+
+        Progress is bytes taken, not the buffer's size: a broker reading slowly but steadily while senders keep
+        writing has a buffer that does not shrink, and it is not stalled."""
         self._stall_watch = None
         writer = self._writer
         if writer is None or self._ended or not self._backed_up(writer):
             return
-        size_now = writer.transport.get_write_buffer_size()
-        if size_now < size_then:  # it is draining, slowly: watch on
+        taken_now = self._taken(writer)
+        if taken_now > taken_then:  # it is taking bytes, slowly: watch on
             self._stall_watch = asyncio.get_running_loop().call_later(
-                self._write_timeout_s, self._check_stall, size_now
+                self._write_timeout_s, self._check_stall, taken_now
             )
             return
         self.abort(
@@ -309,7 +322,9 @@ class AsyncStompConnection:
             writer = self._writer
             beat = protocol.heartbeat_due(now)
             if beat and writer is not None:
-                writer.write(beat)  # a full buffer is data in flight: the write deadline of that data decides
+                self._put(
+                    writer, beat
+                )  # a full buffer is data in flight: the write deadline of that data decides
             deadline = protocol.next_deadline(loop.time())
             if deadline is None:
                 return

@@ -299,3 +299,59 @@ def test_a_broker_that_stops_reading_acknowledgements_is_dropped_within_the_writ
     elapsed, error = asyncio.run(scenario())
     assert error is not None and "could not write" in str(error), error
     assert elapsed < DEADLINE_S
+
+
+def test_a_broker_reading_slowly_but_steadily_is_not_dropped() -> None:
+    """Bytes nobody awaits (ACKs from write()) are watched for a stall, and a stall is the broker taking nothing,
+    not a buffer that fails to shrink: a peer that reads slowly but steadily while the client keeps writing
+    faster has a growing buffer, and it must stay connected for several write deadlines. A scripted peer reads
+    16 KiB every 2 ms; the client writes ~55 KiB every 2 ms."""
+    deadline_s = 0.5
+    taken = threading.Event()
+    stop = threading.Event()
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def slow_reader() -> None:
+        listener.settimeout(DEADLINE_S)
+        conn, _ = listener.accept()
+        with conn:
+            seen = b""
+            while b"\x00" not in seen:
+                seen += conn.recv(4096)
+            conn.sendall(b"CONNECTED\nversion:1.2\n\n\x00")
+            while not stop.is_set():
+                if not conn.recv(16384):
+                    return
+                taken.set()
+                stop.wait(0.002)  # the pace of a slow broker, not synchronisation
+
+    reader = threading.Thread(target=slow_reader, daemon=True)
+    reader.start()
+
+    async def scenario() -> tuple[list[tuple[str | None, list[Receipt]]], float]:
+        recorder = Recorder()
+        connection = _connection(
+            ("127.0.0.1", listener.getsockname()[1]), recorder, write_timeout_s=deadline_s
+        )
+        await connection.connect("localhost", {})
+        await recorder.first(Connected)
+        ack = Frame("ACK", {"id": "x" * 200})
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        while loop.time() - started < 4 * deadline_s and not recorder.closed:
+            for _ in range(256):  # ~55 KiB per round, faster than the peer reads
+                connection.write(ack)
+            await asyncio.sleep(0.002)  # the writer's pace: lets the loop run the stall watch
+        elapsed = loop.time() - started
+        closed = list(recorder.closed)
+        connection.abort()
+        return closed, elapsed
+
+    try:
+        closed, elapsed = asyncio.run(scenario())
+    finally:
+        stop.set()
+        reader.join(DEADLINE_S)
+        listener.close()
+    assert taken.is_set(), "the peer never read: the scenario did not run"
+    assert closed == [], f"dropped after {elapsed:.2f}s while the broker was still reading: {closed}"
