@@ -75,9 +75,8 @@ class AsyncStompConnection:
         self._read_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._stall_watch: asyncio.TimerHandle | None = None
-        self._written = (
-            0  # bytes handed to the transport, ever: less what it still buffers is what the broker took
-        )
+        # Bytes handed to the transport, ever: less what it still buffers, what the broker took.
+        self._written = 0
         self._ended = False
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
