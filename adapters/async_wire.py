@@ -173,6 +173,29 @@ class AsyncStompWire(WireBase[AsyncPending]):
                 raise
         return pending
 
+    def submit_nowait(
+        self, frame: Frame, callback: Callable[[JMSException | None], None] | None
+    ) -> AsyncPending | None:
+        """:meth:`submit` with no await, so a cancelled caller cannot come between the frame and its
+        bookkeeping and no task is needed to shield it. Only while the transport is below its high-water mark:
+        otherwise None, nothing written, and the caller awaits :meth:`submit`, which drains under the write
+        deadline. So what is buffered this way stays within one frame of what an awaited write allows."""
+        self._check_usable(frame)
+        if not self._connection.takes_without_waiting:
+            return None
+        pending = AsyncPending(frame, callback, self._loop)
+        recorded: list[str] = []
+        try:
+            self._connection.write(
+                self._prepare(frame), receipt=True, on_sent=self._recorder(pending, recorded)
+            )
+        except SocketClosed as exc:
+            error, reason = self._write_failure(frame, exc)
+            self._connection.abort(reason)
+            if self._still_ours(recorded):
+                raise error from exc
+        return pending
+
     def blocking(self, timeout_s: float) -> BlockingView:
         """The blocking view of this wire for adapter hooks in a worker thread (contract.AsyncWire)."""
         return BlockingView(self, self._loop, timeout_s)

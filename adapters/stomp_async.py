@@ -181,6 +181,13 @@ class AsyncStompConnection:
             # Nobody may await these bytes (an ACK from write()): watch that the broker keeps taking them.
             self._stall_watch = loop.call_later(self._write_timeout_s, self._check_stall, self._taken(writer))
 
+    @property
+    def takes_without_waiting(self) -> bool:
+        """Whether a :meth:`write` now would leave the transport below its high-water mark's wait: open, and not
+        backed up (an awaited :meth:`send` would not wait to drain)."""
+        writer = self._writer
+        return writer is not None and not self._ended and not self._backed_up(writer)
+
     @staticmethod
     def _backed_up(writer: asyncio.StreamWriter) -> bool:
         transport = writer.transport

@@ -29,9 +29,10 @@ async def _send(session: AioSession, producer: MessageProducer, body: bytes) -> 
     await producer.send(message)
 
 
-def publish(bench: Bench, size: int, persistent: bool) -> float:
+def publish(bench: Bench, size: int, persistent: bool, drain: bool = True) -> float:
     """PERSISTENT: each send awaits its receipt, for ``duration_s``. NON_PERSISTENT: unwaited sends, timed until
-    ``producer.close()`` returns (the broker confirmed the last). msg/s."""
+    ``producer.close()`` returns (the broker confirmed the last). msg/s. ``drain=False``: leave what was sent
+    (a peer that keeps nothing; benchmarks/null_peer.py)."""
     body = payload(size)
     queue_name = bench.name("aio-pub")
 
@@ -56,7 +57,7 @@ def publish(bench: Bench, size: int, persistent: bool) -> float:
             await connection.close()
 
     rate, sent = asyncio.run(run())
-    if not persistent:
+    if drain and not persistent:
         discard(bench, queue_name, sent)  # untimed: ActiveMQ keeps NON_PERSISTENT messages in memory
     return rate
 

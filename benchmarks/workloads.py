@@ -202,14 +202,15 @@ def publish_async(bench: Bench, size: int, side: str, window: int = 256) -> floa
         return clock.rate(count)
 
 
-def publish_non_persistent(bench: Bench, size: int, side: str) -> float:
+def publish_non_persistent(bench: Bench, size: int, side: str, drain: bool = True) -> float:
     """NON_PERSISTENT sends outside a transaction for ``duration_s``, timed until the broker confirmed the
     last one (jmslike: ``producer.close()``, which waits for the window to drain); msg/s.
 
     jmslike does not wait for each receipt (issue #21). ``raw`` does the same work: a receipt per send,
     pipelined in a window of 256. ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
     one receipted frame at the end to know the broker has everything. The queue is emptied afterwards,
-    untimed: ActiveMQ keeps NON_PERSISTENT messages in memory and blocks every producer once it is full."""
+    untimed: ActiveMQ keeps NON_PERSISTENT messages in memory and blocks every producer once it is full
+    (``drain=False``: not, for a peer that keeps nothing; benchmarks/null_peer.py)."""
     body = payload(size)
     queue_name = bench.name("nonpers")
     if side == "raw":
@@ -218,7 +219,8 @@ def publish_non_persistent(bench: Bench, size: int, side: str) -> float:
         rate, sent = _raw_fire_and_forget(bench, body, queue_name)
     else:
         rate, sent = _jmslike_non_persistent(bench, body, queue_name)
-    discard(bench, queue_name, sent)
+    if drain:
+        discard(bench, queue_name, sent)
     return rate
 
 

@@ -303,6 +303,13 @@ class AsyncWire(Protocol):
         """Send with a receipt and return once written; ``callback`` (on the loop) gets the answer too."""
         ...
 
+    def submit_nowait(
+        self, frame: Frame, callback: Callable[[JMSException | None], None] | None
+    ) -> AsyncPendingReceipt | None:
+        """:meth:`submit` without an await, when the transport takes the frame without waiting: None (and
+        nothing written) when it is backed up, and the caller then awaits :meth:`submit`."""
+        ...
+
     async def close(self, timeout_s: float = 5.0) -> None:
         """DISCONNECT (waiting up to ``timeout_s`` for its receipt), then close the socket."""
         ...

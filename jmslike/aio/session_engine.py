@@ -69,6 +69,9 @@ _ACK_LATER = (
     AcknowledgeMode.SESSION_TRANSACTED,
     AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
 )
+# An unwaited send that finds a place in the window and a transport that takes it suspends nowhere; a loop of
+# them would starve the reader and the heart-beats, so every this many such sends one yields to the loop.
+_YIELD_EVERY = 32
 
 
 class SessionEngine:
@@ -102,6 +105,7 @@ class SessionEngine:
         self._places = SendPlaces(
             config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
         )
+        self._unyielded = 0  # unwaited sends since this session last yielded to the loop (_YIELD_EVERY)
         self._changed = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
         self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
@@ -608,6 +612,10 @@ class SessionEngine:
             await wire.request(frame)
             return
         size = len(frame.body)
+        self._unyielded += 1
+        if self._unyielded >= _YIELD_EVERY:
+            self._unyielded = 0
+            await asyncio.sleep(0)  # a yield, not a wait: nothing taken yet, so a cancel here sends nothing
         await self._take_place(size)
 
         def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
@@ -627,7 +635,17 @@ class SessionEngine:
             self._places.release(size)
             self.wake()
 
-        await self._submit(wire, frame, settled, ticket, unsent)
+        # No await from taking the place to handing the frame over while the transport takes it at once: a
+        # cancelled caller cannot split them, so no task is needed (a task per send cost ~half the send's CPU).
+        try:
+            pending = wire.submit_nowait(frame, settled)
+        except BaseException:
+            if ticket >= 0:
+                self._complete(ticket, _nothing)
+            unsent()
+            raise
+        if pending is None:  # backed up: the awaited write drains under the write deadline
+            await self._submit(wire, frame, settled, ticket, unsent)
 
     def _ticket(self, listener: CompletionListener | None) -> int:
         return self._completions.ticket() if listener is not None else -1

@@ -28,6 +28,7 @@ from jmslike.adapters.stomp_core import (
 from jmslike.adapters.stomp_socket import DriverSettings, SocketClosed, WriteStalled
 from jmslike.config import parse_url
 from jmslike.conformance.brokers import BrokerHandle
+from jmslike.constants import DeliveryMode
 from jmslike.contract import Frame, SubscriptionSpec
 from jmslike.destinations import Queue
 from jmslike.registry import load_adapter
@@ -355,3 +356,102 @@ def test_a_broker_reading_slowly_but_steadily_is_not_dropped() -> None:
         listener.close()
     assert taken.is_set(), "the peer never read: the scenario did not run"
     assert closed == [], f"dropped after {elapsed:.2f}s while the broker was still reading: {closed}"
+
+
+def test_a_tight_unwaited_send_loop_lets_the_reader_and_heartbeats_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An unwaited NON_PERSISTENT send that finds a place in the window and a transport that takes it suspends
+    nowhere; with a window of 20,000, a loop of them would keep the event loop from reading for most of a
+    second, and a connection with ``heartbeat_ms=100`` would be dropped as silent though the broker beat all
+    along. A scripted peer answers CONNECT (heart-beat 100 ms both ways), answers every receipt and beats
+    every 50 ms; 40,000 sends in a tight loop must end with the connection alive and everything confirmed."""
+    from jmslike.aio import ConnectionFactory, Session
+
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async def beat() -> None:
+            while not writer.is_closing():
+                writer.write(b"\n")
+                await asyncio.sleep(0.05)  # the peer's heart-beat period, not synchronisation
+
+        beating: asyncio.Task[None] | None = None
+        buffer = b""
+        with contextlib.suppress(ConnectionError):
+            while chunk := await reader.read(1 << 16):
+                buffer += chunk
+                *frames, buffer = buffer.split(b"\x00")
+                for frame in frames:
+                    head = frame.lstrip(b"\r\n").split(b"\n\n", 1)[0]
+                    if head.startswith(b"CONNECT"):
+                        writer.write(b"CONNECTED\nversion:1.1\nheart-beat:100,100\n\n\x00")
+                        beating = asyncio.create_task(beat())
+                    elif b"\nreceipt:" in head:
+                        receipt = head.split(b"\nreceipt:", 1)[1].split(b"\n", 1)[0]
+                        writer.write(b"RECEIPT\nreceipt-id:" + receipt + b"\n\n\x00")
+        if beating is not None:
+            beating.cancel()
+        writer.close()
+
+    async def scenario() -> list[BaseException]:
+        server = await asyncio.start_server(peer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        factory = ConnectionFactory(f"activemq://127.0.0.1:{port}?heartbeat_ms=100&send_window=20000")
+        connection = await factory.createConnection()
+        errors: list[BaseException] = []
+        connection.setExceptionListener(errors.append)
+        session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createQueue("tight"))
+        producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+        message = session.createTextMessage("x" * 64)
+        for _ in range(40_000):
+            await producer.send(message)
+        await producer.close()  # returns once every send is confirmed, or raises
+        await connection.close()
+        server.close()
+        return errors
+
+    assert asyncio.run(scenario()) == []
+
+
+def test_unwaited_sends_to_a_broker_that_stops_reading_fail_within_the_write_deadline() -> None:
+    """Unwaited sends hand their frame over without awaiting only while the transport is below its high-water
+    mark; past it they wait to drain under the write deadline. So with windows that bound nothing
+    (``send_window_bytes=0``), 64 KiB sends to a peer that reads nothing after CONNECT must fail within the write
+    deadline, with no more buffered than the socket and the transport's high-water mark hold (61 sends of 64 KiB
+    when measured; 3,423, 220 MiB, before the bound)."""
+    from jmslike.aio import ConnectionFactory, Session
+    from jmslike.exceptions import ConnectionLostException
+
+    async def deaf(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\x00")
+        writer.write(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
+        await asyncio.sleep(DEADLINE_S)  # reads nothing more: the stalled broker under test
+        writer.close()
+
+    async def scenario() -> tuple[int, BaseException | None]:
+        server = await asyncio.start_server(deaf, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        url = f"activemq://127.0.0.1:{port}?receipt_timeout_ms=1000&send_window=100000&send_window_bytes=0"
+        connection = await ConnectionFactory(url).createConnection()
+        connection.setExceptionListener(lambda error: None)
+        session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createQueue("deaf"))
+        producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+        message = session.createBytesMessage()
+        message.writeBytes(b"x" * 65536)
+        sent, error = 0, None
+        try:
+            for _ in range(5_000):
+                await producer.send(message)
+                sent += 1
+        except ConnectionLostException as exc:
+            error = exc
+        await connection.close()
+        server.close()
+        return sent, error
+
+    sent, error = asyncio.run(scenario())
+    assert error is not None and "could not write" in str(error), (sent, error)
+    assert sent < 1_000, (
+        f"{sent} sends of 64 KiB buffered for a broker that reads nothing"
+    )  # 61 when measured
