@@ -157,6 +157,15 @@ class AsyncStompWire(WireBase[AsyncPending]):
             error, reason = self._write_failure(frame, exc)
             self._connection.abort(reason)
             raise error from exc
+        except Exception as exc:
+            raise self._transport_failed(frame, exc) from exc
+
+    def _transport_failed(self, frame: Frame, exc: Exception) -> ConnectionLostException:
+        """The transport raised something else while writing: how much of the frame went out is unknown, so the
+        stream is dropped, and the caller raises what this returns (if the call is still its own: one outcome)."""
+        reason = f"the transport failed while writing {frame.command}: {exc!r}"
+        self._connection.abort(reason)
+        return ConnectionLostException(f"jmslike dropped the connection: {reason}")
 
     async def submit(
         self, frame: Frame, callback: Callable[[JMSException | None], None] | None
@@ -192,6 +201,10 @@ class AsyncStompWire(WireBase[AsyncPending]):
         except SocketClosed as exc:
             error, reason = self._write_failure(frame, exc)
             self._connection.abort(reason)
+            if self._still_ours(recorded):
+                raise error from exc
+        except Exception as exc:
+            error = self._transport_failed(frame, exc)
             if self._still_ours(recorded):
                 raise error from exc
         return pending

@@ -40,6 +40,7 @@ from jmslike.adapters.stomp_socket import (
     TLSConnectError,
     WriteStalled,
     bound_socket_in_time,
+    bytes_acked,
     log_end,
 )
 from jmslike.contract import Frame
@@ -179,12 +180,14 @@ class AsyncStompConnection:
         self._put(writer, data)  # no await since encoding: frames never interleave
         if self._stall_watch is None and self._backed_up(writer):
             # Nobody may await these bytes (an ACK from write()): watch that the broker keeps taking them.
-            self._stall_watch = loop.call_later(self._write_timeout_s, self._check_stall, self._taken(writer))
+            self._stall_watch = loop.call_later(
+                self._write_timeout_s, self._check_stall, self._progress(writer)
+            )
 
     @property
     def takes_without_waiting(self) -> bool:
-        """Whether a :meth:`write` now would leave the transport below its high-water mark's wait: open, and not
-        backed up (an awaited :meth:`send` would not wait to drain)."""
+        """Whether the transport is open and below its high-water mark now, so that an awaited :meth:`send`
+        would not wait to drain (a frame written now may still take it past the mark)."""
         writer = self._writer
         return writer is not None and not self._ended and not self._backed_up(writer)
 
@@ -194,28 +197,35 @@ class AsyncStompConnection:
         return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
 
     def _put(self, writer: asyncio.StreamWriter, data: bytes) -> None:
-        """Every write goes through here, so that bytes taken (:meth:`_taken`) can be known."""
+        """Every write goes through here, so that bytes taken can be known where the kernel does not say
+        (:meth:`_progress`)."""
         writer.write(data)
         self._written += len(data)
 
-    def _taken(self, writer: asyncio.StreamWriter) -> int:
-        """Bytes the socket has taken from the transport so far (handed over, less still buffered)."""
+    def _progress(self, writer: asyncio.StreamWriter) -> int:
+        """A count that grows while the broker takes bytes: what its TCP acknowledged (Linux), else what the
+        transport handed to the socket (written, less still buffered: exact for plain TCP, blind under TLS to
+        the layer below the TLS buffer, and moving in bursts as the kernel reports the socket writable)."""
+        sock = writer.get_extra_info("socket")
+        acked = bytes_acked(sock) if sock is not None else None
+        if acked is not None:
+            return acked
         return self._written - writer.transport.get_write_buffer_size()
 
-    def _check_stall(self, taken_then: int) -> None:
+    def _check_stall(self, progress_then: int) -> None:
         """The write deadline for bytes nobody awaits: the buffer above its high-water mark, and the broker took
         none of it for ``write_timeout_s``: drop the connection (the same rule as a send's deadline).
 
-        Progress is bytes taken, not the buffer's size: a broker reading slowly but steadily while senders keep
-        writing has a buffer that does not shrink, and it is not stalled."""
+        Progress is bytes taken (:meth:`_progress`), not the buffer's size: a broker reading slowly but steadily
+        while senders keep writing has a buffer that does not shrink, and it is not stalled."""
         self._stall_watch = None
         writer = self._writer
         if writer is None or self._ended or not self._backed_up(writer):
             return
-        taken_now = self._taken(writer)
-        if taken_now > taken_then:  # it is taking bytes, slowly: watch on
+        progress_now = self._progress(writer)
+        if progress_now > progress_then:  # it is taking bytes, slowly: watch on
             self._stall_watch = asyncio.get_running_loop().call_later(
-                self._write_timeout_s, self._check_stall, taken_now
+                self._write_timeout_s, self._check_stall, progress_now
             )
             return
         self.abort(

@@ -35,11 +35,12 @@ import logging
 import select
 import socket
 import ssl
+import struct
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from jmslike.adapters.stomp_core import (
     SILENCE_TOLERANCE,
@@ -133,6 +134,27 @@ def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
         option = getattr(socket, name, None)
         if option is not None:
             sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+# struct tcp_info (linux/tcp.h): tcpi_bytes_acked, a u64 at byte 120 since Linux 4.1 (older kernels return less).
+_TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
+_TCP_INFO_BYTES_ACKED_AT = 120
+
+
+def bytes_acked(sock: Any) -> int | None:
+    """Bytes of this connection the peer's TCP has acknowledged so far (Linux ``TCP_INFO``), or None where the
+    kernel does not say. The stall watch of unawaited writes counts progress in it: unlike the transport's
+    buffer, it moves as the broker reads whatever sits between (TLS layers, the kernel's send buffer)."""
+    option = getattr(socket, "TCP_INFO", None)
+    if option is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, option, _TCP_INFO_BYTES_ACKED_AT + 8)
+    except (OSError, AttributeError):
+        return None
+    if len(info) < _TCP_INFO_BYTES_ACKED_AT + 8:
+        return None
+    return int(_TCP_INFO_BYTES_ACKED.unpack_from(info, _TCP_INFO_BYTES_ACKED_AT)[0])
 
 
 def open_socket(

@@ -32,6 +32,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
+from jmslike.aio import loop_turns
 from jmslike.aio.consumer import MessageConsumer
 from jmslike.aio.producer import MessageProducer
 from jmslike.catalogue import optional_registry
@@ -69,9 +70,6 @@ _ACK_LATER = (
     AcknowledgeMode.SESSION_TRANSACTED,
     AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
 )
-# An unwaited send that finds a place in the window and a transport that takes it suspends nowhere; a loop of
-# them would starve the reader and the heart-beats, so every this many such sends one yields to the loop.
-_YIELD_EVERY = 32
 
 
 class SessionEngine:
@@ -105,7 +103,6 @@ class SessionEngine:
         self._places = SendPlaces(
             config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
         )
-        self._unyielded = 0  # unwaited sends since this session last yielded to the loop (_YIELD_EVERY)
         self._changed = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
         self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
@@ -612,9 +609,7 @@ class SessionEngine:
             await wire.request(frame)
             return
         size = len(frame.body)
-        self._unyielded += 1
-        if self._unyielded >= _YIELD_EVERY:
-            self._unyielded = 0
+        if loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
             await asyncio.sleep(0)  # a yield, not a wait: nothing taken yet, so a cancel here sends nothing
         await self._take_place(size)
 
