@@ -171,7 +171,11 @@ class AsyncStompWire(WireBase[AsyncPending]):
         self, frame: Frame, callback: Callable[[JMSException | None], None] | None
     ) -> AsyncPending:
         """Send with a receipt and return once the frame is written; ``callback`` runs on the loop when
-        answered. Exactly one outcome: this raises and ``callback`` never runs, or ``callback`` runs once."""
+        answered. Exactly one outcome: this raises and ``callback`` never runs, or ``callback`` runs once.
+
+        A caller cancelled while the transport drains gets CancelledError with the frame on its way: its answer
+        is no longer counted as one the connection waits for (``_gave_up``), and a callback would still run, so
+        callers with a callback shield this call (the session engine does)."""
         self._check_usable(frame)
         pending = AsyncPending(frame, callback, self._loop)
         recorded: list[str] = []
@@ -180,6 +184,10 @@ class AsyncStompWire(WireBase[AsyncPending]):
         except JMSException:
             if self._still_ours(recorded):
                 raise
+        except asyncio.CancelledError:
+            if recorded:
+                self._gave_up(pending)
+            raise
         return pending
 
     def submit_nowait(
