@@ -251,6 +251,8 @@ class AsyncStompWire(WireBase[AsyncPending]):
             error, reason = self._write_failure(frame, exc)
             self._connection.abort(reason)
             raise error from exc
+        except Exception as exc:
+            raise self._transport_failed(frame, exc) from exc
 
     def _connect_answered_hook(self) -> None:
         self._connected.set()

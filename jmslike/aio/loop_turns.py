@@ -35,8 +35,10 @@ _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Turn] = weakref.We
 
 def must_yield() -> bool:
     """Count one send on the running loop; True when the turn has had its share and the caller should yield
-    (``await asyncio.sleep(0)``) before doing anything it cannot undo. The reset is scheduled with
-    ``call_soon`` at the first send of a turn, so it runs before a task that yields resumes."""
+    (``await asyncio.sleep(0)``) and ask again (``while must_yield()``: a resumed task counts in its new turn,
+    or every yielding task would send one frame beyond the budget) before doing anything it cannot undo. The
+    reset is scheduled with ``call_soon`` at the first send of a turn, so it runs before a task that yields
+    resumes."""
     loop = asyncio.get_running_loop()
     turn = _turns.get(loop)
     if turn is None:

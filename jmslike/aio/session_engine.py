@@ -609,7 +609,7 @@ class SessionEngine:
             await wire.request(frame)
             return
         size = len(frame.body)
-        if loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
+        while loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
             await asyncio.sleep(0)  # a yield, not a wait: nothing taken yet, so a cancel here sends nothing
         await self._take_place(size)
 
@@ -655,11 +655,25 @@ class SessionEngine:
     ) -> AsyncPendingReceipt:
         """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
         way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
-        its place in the completion order up (nothing waits behind it) and calls ``unsent``."""
-        submitting = asyncio.ensure_future(wire.submit(frame, settled))
+        its place in the completion order up (nothing waits behind it) and calls ``unsent``.
+
+        One outcome per send, also when the submitting task itself is cancelled (loop shutdown, cancel-all) after
+        its receipt was recorded: whichever comes first, the answer or the failure, settles it; the other is
+        ignored (the review of ad8dc2a saw a place released twice there)."""
+        outcome = False
+
+        def settle(error: JMSException | None) -> None:  # on the loop, from the wire's reader
+            nonlocal outcome
+            if not outcome:
+                outcome = True
+                settled(error)
+
+        submitting = asyncio.ensure_future(wire.submit(frame, settle))
 
         def failed(done: asyncio.Future[AsyncPendingReceipt]) -> None:
-            if done.cancelled() or done.exception() is not None:
+            nonlocal outcome
+            if (done.cancelled() or done.exception() is not None) and not outcome:
+                outcome = True
                 if ticket >= 0:
                     self._complete(ticket, _nothing)
                 if unsent is not None:
