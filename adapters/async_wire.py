@@ -153,19 +153,20 @@ class AsyncStompWire(WireBase[AsyncPending]):
             await self._connection.send(
                 self._prepare(frame), receipt=pending is not None, on_sent=self._recorder(pending, recorded)
             )
-        except (WriteStalled, SocketClosed) as exc:
-            error, reason = self._write_failure(frame, exc)
-            self._connection.abort(reason)
-            raise error from exc
         except Exception as exc:
-            raise self._transport_failed(frame, exc) from exc
+            raise self._lost_writing(frame, exc) from exc
 
-    def _transport_failed(self, frame: Frame, exc: Exception) -> ConnectionLostException:
-        """The transport raised something else while writing: how much of the frame went out is unknown, so the
-        stream is dropped, and the caller raises what this returns (if the call is still its own: one outcome)."""
-        reason = f"the transport failed while writing {frame.command}: {exc!r}"
+    def _lost_writing(self, frame: Frame, exc: Exception) -> ConnectionLostException:
+        """A write failed: drop the stream (how much of the frame went out is unknown) and return what the caller
+        raises (if the call is still its own: one outcome). A stall or a closed socket says why; anything else the
+        transport raised is named."""
+        if isinstance(exc, (WriteStalled, SocketClosed)):
+            error, reason = self._write_failure(frame, exc)
+        else:
+            reason = f"the transport failed while writing {frame.command}: {exc!r}"
+            error = ConnectionLostException(f"jmslike dropped the connection: {reason}")
         self._connection.abort(reason)
-        return ConnectionLostException(f"jmslike dropped the connection: {reason}")
+        return error
 
     async def submit(
         self, frame: Frame, callback: Callable[[JMSException | None], None] | None
@@ -206,13 +207,8 @@ class AsyncStompWire(WireBase[AsyncPending]):
             self._connection.write(
                 self._prepare(frame), receipt=True, on_sent=self._recorder(pending, recorded)
             )
-        except SocketClosed as exc:
-            error, reason = self._write_failure(frame, exc)
-            self._connection.abort(reason)
-            if self._still_ours(recorded):
-                raise error from exc
         except Exception as exc:
-            error = self._transport_failed(frame, exc)
+            error = self._lost_writing(frame, exc)
             if self._still_ours(recorded):
                 raise error from exc
         return pending
@@ -247,12 +243,8 @@ class AsyncStompWire(WireBase[AsyncPending]):
         self._check_usable(frame)
         try:
             self._connection.write(self._prepare(frame))
-        except SocketClosed as exc:
-            error, reason = self._write_failure(frame, exc)
-            self._connection.abort(reason)
-            raise error from exc
         except Exception as exc:
-            raise self._transport_failed(frame, exc) from exc
+            raise self._lost_writing(frame, exc) from exc
 
     def _connect_answered_hook(self) -> None:
         self._connected.set()

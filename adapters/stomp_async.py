@@ -338,9 +338,8 @@ class AsyncStompConnection:
             writer = self._writer
             beat = protocol.heartbeat_due(now)
             if beat and writer is not None:
-                self._put(
-                    writer, beat
-                )  # a full buffer is data in flight: the write deadline of that data decides
+                # A full buffer is data in flight: the write deadline of that data decides.
+                self._put(writer, beat)
             deadline = protocol.next_deadline(loop.time())
             if deadline is None:
                 return

@@ -323,9 +323,8 @@ class FaultProxy:
                     break
                 if not data:
                     break
-                if not self._wait_forwardable(
-                    link, direction, claim=True
-                ):  # a stall begun meanwhile holds it
+                # A stall begun meanwhile holds it.
+                if not self._wait_forwardable(link, direction, claim=True):
                     return
                 try:
                     target.sendall(data)
