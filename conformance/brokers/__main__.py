@@ -18,12 +18,11 @@ import argparse
 import logging
 import signal
 import sys
-import threading
 from collections.abc import Sequence
-from types import FrameType
 
 from jmslike.conformance.brokers import KINDS, LAUNCHERS, BrokerError, check_kind, launch
 from jmslike.conformance.brokers.install import ensure
+from jmslike.conformance.brokers.stop_signals import StopSignals
 
 
 def _parser(prog: str = "python -m jmslike.conformance.brokers") -> argparse.ArgumentParser:
@@ -83,13 +82,8 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
+    stop = StopSignals()
+    stop.install(signal.SIGINT, signal.SIGTERM)
     options: dict[str, object] = {}
     if args.port is not None:
         options["port"] = args.port

@@ -208,6 +208,17 @@ class LineReader:
                 return match
         raise AssertionError(f"no line matching {pattern!r} within {timeout_s} s:\n{''.join(self.seen)}")
 
+    def everything(self) -> str:
+        """Every line printed so far, read or not (for a failure message)."""
+        while True:
+            try:
+                line = self.lines.get_nowait()
+            except queue.Empty:
+                break
+            if line is not None:
+                self.seen.append(line)
+        return "".join(self.seen)
+
 
 def stop_child(proc: subprocess.Popen[str]) -> None:
     """SIGTERM first (so the child can still clean up its brokers), SIGKILL as a last resort."""
@@ -444,7 +455,10 @@ def test_nothing_left_running_after_signal(
         proc.send_signal(signal.SIGINT if how.endswith("ctrl-c") else signal.SIGTERM)
         # Ctrl-C takes pytest's teardown path: a graceful stop, which the launcher allows 30 s
         # (rabbitmqctl) plus the wait for the VM before it escalates; the budget must cover that policy.
-        proc.wait(timeout=120)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{how}: still running 120 s after the signal; it printed:\n{reader.everything()}")
     finally:
         stop_child(proc)
     assert pid_gone(pid)
