@@ -229,6 +229,11 @@ class StompProtocol:
         headers = wire_headers(frame, pending.receipt_id if pending is not None else None)
         return self._written(encode_frame(frame.command, headers, frame.body, self.version), now), pending
 
+    @property
+    def awaiting_receipts(self) -> bool:
+        """Some frame sent with a receipt has not been answered yet."""
+        return bool(self._pending)
+
     def disconnect(self, now: float) -> bytes:
         """DISCONNECT with a receipt: its RECEIPT closes the protocol (the broker has everything before it)."""
         self._require("connected", "disconnect")

@@ -38,7 +38,7 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -48,6 +48,7 @@ from jmslike.adapters.stomp_core import (
     Event,
     ProtocolViolation,
     Receipt,
+    ReceiptReceived,
     StompProtocol,
     Version,
 )
@@ -218,6 +219,9 @@ class DriverSettings:
     connect_timeout_s: float
     write_timeout_s: float
     receipt_prefix: str
+    #: How long the threaded driver's reader lets receipts gather after a read that brought receipts alone
+    #: (:func:`may_linger`); 0 = read at once. The asyncio driver reads on the loop and has no such pause.
+    linger_s: float = 0.0
 
     @classmethod
     def from_config(
@@ -235,6 +239,7 @@ class DriverSettings:
             connect_timeout_s=config.connect_timeout_ms / 1000,
             write_timeout_s=config.receipt_timeout_ms / 1000,
             receipt_prefix=receipt_prefix,
+            linger_s=config.receipt_linger_us / 1_000_000,
         )
 
     def new_protocol(self) -> StompProtocol:
@@ -253,6 +258,29 @@ def log_end(host: tuple[str, int], reason: str | None) -> None:
         log.warning("dropping the connection to %s:%s: %s", host[0], host[1], reason)
     else:
         log.debug("connection to %s:%s ended", host[0], host[1])
+
+
+def may_linger(
+    events: Sequence[Event], *, waiters: int, sending: bool, awaiting: bool, connected: bool
+) -> bool:
+    """Whether the threaded reader may pause (``receipt_linger_us``) before its next read.
+
+    Why: a reader that reads as soon as a byte arrives takes the GIL from the sending thread for every receipt or
+    two of a stream of unwaited sends, and the sender waits for it back after its next write: against a null peer
+    that hand-over was ~8 of the ~14 µs per send jmslike spent above raw stomp.py (docs/performance.md). Pausing
+    lets the receipts gather, so the reader takes the GIL once for many. Only when nothing can suffer: the read
+    brought receipts alone (no MESSAGE, ERROR or CONNECTED: deliveries are never held), more are due, the
+    application is still sending (frames went out since the previous read; a sender blocked on its full send
+    window stops that after one pause), the connection is not closing, and nobody blocks on an answer (a
+    synchronous send, commit, ack or subscribe, a deferred receipt: ``waiters``)."""
+    return (
+        bool(events)
+        and not waiters
+        and sending
+        and awaiting
+        and connected
+        and all(isinstance(event, ReceiptReceived) for event in events)
+    )
 
 
 class StompSocket:
@@ -291,8 +319,10 @@ class StompSocket:
         self._stop = threading.Event()  # wakes the heart-beat thread
         self._reader: threading.Thread | None = None
         self._quick_ack = quick_ack and _TCP_QUICKACK is not None
-        self._quick_waiters = 0
-        self._quick_lock = threading.Lock()
+        self._waiters = 0  # callers blocked until an answer arrives (waiting_begins/ends)
+        self._waiters_lock = threading.Lock()
+        self._written = 0  # frames written so far: the reader lingers only while this moves
+        self._linger_s = settings.linger_s
         self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
         self._resume = threading.Event()
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
@@ -373,6 +403,7 @@ class StompSocket:
                 if self._protocol.state != "connected":
                     raise SocketClosed()
                 data, pending = self._protocol.send(frame, time.monotonic(), receipt=receipt)
+                self._written += 1
                 if pending is not None and on_sent is not None:
                     on_sent(pending)
             self._write_all(data, self._write_timeout_s)
@@ -409,7 +440,7 @@ class StompSocket:
             if not _wait_until(sock, select.POLLOUT, remaining):
                 raise SocketClosed("socket closed")
 
-    # -- quick TCP ACKs while a caller waits for a receipt -------------------------------------------------
+    # -- callers waiting for an answer: quick TCP ACKs, and no lingering reader ---------------------------
     #
     # ActiveMQ Classic's TCP transport leaves Nagle's algorithm on (``tcpNoDelay=false``): a small frame it
     # writes while an earlier one is unacknowledged waits for our TCP ACK, which Linux delays (up to 40 ms).
@@ -417,18 +448,20 @@ class StompSocket:
     # p90 from 45 to 24 ms (docs/performance.md). Only while someone waits: when frames flow both ways
     # (pipelined asynchronous sends) our ACKs ride on them, and a pure ACK per received segment instead cost
     # ActiveMQ a quarter of its asynchronous publish rate. Linux leaves quick-ACK mode by itself, so the
-    # reader re-arms it after every read while the count of waiters is above zero.
+    # reader re-arms it after every read while the count of waiters is above zero. The same count keeps the
+    # reader from lingering (:func:`may_linger`), and a caller who starts waiting ends a linger at once.
 
-    def quick_ack_begin(self) -> None:
+    def waiting_begins(self) -> None:
+        """A caller blocks until an answer arrives (a synchronous request, a deferred receipt's wait)."""
+        with self._waiters_lock:
+            self._waiters += 1
+        self._resume.set()
         if self._quick_ack:
-            with self._quick_lock:
-                self._quick_waiters += 1
             self._arm_quick_ack()
 
-    def quick_ack_end(self) -> None:
-        if self._quick_ack:
-            with self._quick_lock:
-                self._quick_waiters -= 1
+    def waiting_ends(self) -> None:
+        with self._waiters_lock:
+            self._waiters -= 1
 
     def _arm_quick_ack(self) -> None:
         sock = self._sock
@@ -463,6 +496,7 @@ class StompSocket:
         poller = select.poll()
         poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
         heartbeats_started = False
+        written = self._written
         while not self._stop.is_set():
             if self._hold is not None and self._hold() and not self._wait_while_held(self._hold):
                 return None
@@ -489,7 +523,7 @@ class StompSocket:
             if data is None:
                 poller.poll()  # TLS: outside the lock, so writers go on
                 continue
-            if self._quick_waiters:  # read without the lock: a stale value costs one early or late re-arm
+            if self._quick_ack and self._waiters:  # no lock: a stale value costs one early or late re-arm
                 self._arm_quick_ack()
             with self._proto_lock:
                 events = protocol.receive_data(data, time.monotonic())
@@ -505,6 +539,17 @@ class StompSocket:
             if not data or state == "closed":
                 # The broker closed the stream, answered DISCONNECT, or refused CONNECT (the event says so).
                 return None
+            if self._linger_s:
+                written, written_before = self._written, written
+                self._resume.clear()  # before the test: a caller who starts waiting after it ends the pause
+                if may_linger(
+                    events,
+                    waiters=self._waiters,
+                    sending=written != written_before,
+                    awaiting=protocol.awaiting_receipts,
+                    connected=state == "connected",
+                ):
+                    self._resume.wait(self._linger_s)
         return None
 
     def wake_reader(self) -> None:

@@ -86,16 +86,24 @@ class Done:
 class _Pending:
     """One frame waiting for its receipt."""
 
-    __slots__ = ("callback", "done", "error", "frame")
+    __slots__ = ("callback", "done", "error", "frame", "socket")
 
-    def __init__(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> None:
+    def __init__(
+        self, frame: Frame, callback: Callable[[JMSException | None], None] | None, socket: StompSocket
+    ) -> None:
         self.frame = frame
         self.done = Done()
         self.error: JMSException | None = None
         self.callback = callback
+        self.socket = socket
 
     def wait(self, timeout_s: float) -> bool:
-        return self.done.wait(timeout_s)
+        """Wait for the answer (a deferred receipt, at commit): a waiter the reader must not keep waiting."""
+        self.socket.waiting_begins()
+        try:
+            return self.done.wait(timeout_s)
+        finally:
+            self.socket.waiting_ends()
 
     def finish(self, error: JMSException | None) -> None:
         self.error = error
@@ -192,7 +200,7 @@ class StompWire(WireBase[_Pending]):
     def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
         sock = self._socket
-        sock.quick_ack_begin()
+        sock.waiting_begins()
         try:
             pending = self.submit(frame, None)
             timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
@@ -200,7 +208,7 @@ class StompWire(WireBase[_Pending]):
                 self._gave_up(pending)
                 raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
         finally:
-            sock.quick_ack_end()
+            sock.waiting_ends()
         if pending.error is not None:
             raise pending.error
 
@@ -210,7 +218,7 @@ class StompWire(WireBase[_Pending]):
         Exactly one outcome: either this raises and ``callback`` never runs, or it returns and ``callback``
         runs once (see WireBase._still_ours)."""
         self._check_usable(frame)
-        pending = _Pending(frame, callback)
+        pending = _Pending(frame, callback, self._socket)
         recorded: list[str] = []
         try:
             self._write(frame, pending, recorded)

@@ -16,6 +16,7 @@ same-work CPU in both APIs; #21's NON_PERSISTENT target is at least 0.8 of raw f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -45,6 +46,12 @@ CASES: dict[str, tuple[Callable[[w.Bench], float], str]] = {
     "jmslike PERSISTENT sync": (lambda b: w.publish_sync(b, SIZE, "jmslike"), "raw PERSISTENT sync"),
     "jmslike NON_PERSISTENT": (
         lambda b: w.publish_non_persistent(b, SIZE, "jmslike", drain=False),
+        "raw NON_PERSISTENT, receipts pipelined",
+    ),
+    "jmslike NON_PERSISTENT, receipt_linger_us=0": (
+        lambda b: w.publish_non_persistent(
+            dataclasses.replace(b, url=f"{b.url}?receipt_linger_us=0"), SIZE, "jmslike", drain=False
+        ),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
     "jmslike.aio PERSISTENT sync": (lambda b: aio.publish(b, SIZE, True, drain=False), "raw PERSISTENT sync"),

@@ -67,6 +67,8 @@ class ConnectionConfig:
     send_window: int = 256
     send_window_bytes: int = 1024 * 1024
     force_sync_send: bool = False
+    #: How long the threaded API's reader lets receipts of unwaited sends gather while they stream (µs; 0 = off).
+    receipt_linger_us: int = 200
     reconnect: bool = False
     reconnect_attempts: int = 10
     reconnect_delay_ms: int = 200
@@ -128,6 +130,18 @@ def parse_count(value: str) -> int:
     return number
 
 
+#: Ceiling of ``receipt_linger_us``: a send blocked on its full window, or a session closing, waits at most one
+#: linger for the reader, so it must stay short.
+MAX_RECEIPT_LINGER_US = 10_000
+
+
+def _linger(value: str) -> int:
+    number = parse_count(value)
+    if number > MAX_RECEIPT_LINGER_US:
+        raise ValueError(f"expected at most {MAX_RECEIPT_LINGER_US} (10 ms), got {value!r}")
+    return number
+
+
 def _names(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
@@ -158,6 +172,11 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
         "force_sync_send",
         parse_bool,
         "every send waits for its receipt, NON_PERSISTENT ones outside a transaction too",
+    ),
+    "receipt_linger_us": (
+        "receipt_linger_us",
+        _linger,
+        "threaded API: how long the reader lets receipts of a stream of unwaited sends gather (0 = read at once)",
     ),
     "reconnect": ("reconnect", parse_bool, "reconnect and re-subscribe after a lost connection"),
     "reconnect_attempts": ("reconnect_attempts", parse_count, "attempts before giving up"),

@@ -1,0 +1,149 @@
+"""The threaded reader's pause after reads of receipts alone (``receipt_linger_us``), against a scripted peer.
+
+The pause trades a little receipt latency for CPU while an application streams unwaited sends. What must hold
+whatever the pause: a caller who starts waiting for an answer (a synchronous send, commit, ack) ends it at once,
+and every receipt is still answered exactly once. The peer is a few lines of socket code that answers CONNECT
+and every ``receipt`` header at once (no broker involved: the pause is the client's own behaviour).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from jmslike.adapters.stomp_core import Connected, Event, Receipt, ReceiptReceived
+from jmslike.adapters.stomp_socket import DriverSettings, StompSocket
+from jmslike.contract import Frame
+
+DEADLINE_S = 30.0
+LINGER_S = 5.0  # far beyond the URL's 10 ms ceiling, so a pause that is not ended is unmistakable
+
+
+class ReceiptPeer:
+    """Accepts one connection, answers CONNECT with CONNECTED (STOMP 1.1) and every frame's receipt at once."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.listener.settimeout(DEADLINE_S)
+        conn, _ = self.listener.accept()
+        buffer = b""
+        with conn:
+            while True:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buffer += chunk
+                *frames, buffer = buffer.split(b"\x00")
+                out = []
+                for frame in frames:
+                    frame = frame.lstrip(b"\r\n")
+                    if frame.startswith(b"CONNECT"):
+                        out.append(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
+                    receipt = re.search(rb"\nreceipt:([^\n]*)\n", frame)
+                    if receipt:
+                        out.append(b"RECEIPT\nreceipt-id:" + receipt.group(1) + b"\n\n\x00")
+                if out:
+                    conn.sendall(b"".join(out))
+
+    def stop(self) -> None:
+        self.listener.close()
+        self.thread.join(DEADLINE_S)
+
+
+class Answers:
+    """The reader's events, waited for with a condition (the reader thread records, the test waits)."""
+
+    def __init__(self) -> None:
+        self.receipts: list[str] = []
+        self.connected = False
+        self.closed: str | None = None
+        self.cond = threading.Condition()
+
+    def on_event(self, event: Event) -> None:
+        with self.cond:
+            if isinstance(event, ReceiptReceived):
+                self.receipts.append(event.receipt.receipt_id)
+            elif isinstance(event, Connected):
+                self.connected = True
+            self.cond.notify_all()
+
+    def on_closed(self, reason: str | None, unanswered: list[Receipt]) -> None:
+        with self.cond:
+            self.closed = reason or "closed"
+            self.cond.notify_all()
+
+
+@pytest.fixture
+def linger_socket() -> Iterator[tuple[StompSocket, Answers]]:
+    peer = ReceiptPeer()
+    answers = Answers()
+    settings = DriverSettings(
+        host=("127.0.0.1", peer.port),
+        version="1.1",
+        heartbeat_ms=0,
+        max_frame_bytes=1024 * 1024,
+        max_header_bytes=64 * 1024,
+        context=None,
+        connect_timeout_s=10.0,
+        write_timeout_s=10.0,
+        receipt_prefix="l-",
+        linger_s=LINGER_S,
+    )
+    sock = StompSocket(settings, on_event=answers.on_event, on_closed=answers.on_closed)
+    sock.connect("localhost", {"accept-version": "1.1"})
+    with answers.cond:
+        assert answers.cond.wait_for(lambda: answers.connected or answers.closed, DEADLINE_S)
+    assert answers.connected, answers.closed
+    try:
+        yield sock, answers
+    finally:
+        sock.abort()
+        peer.stop()
+
+
+def test_a_caller_who_starts_waiting_ends_the_readers_pause_at_once(
+    linger_socket: tuple[StompSocket, Answers],
+) -> None:
+    sock, answers = linger_socket
+    send = Frame("SEND", {"destination": "/queue/linger"}, b"x" * 64)
+    # Stream unwaited sends until the reader pauses: the peer answers each at once, so receipts that stop
+    # arriving for 0.5 s while frames keep going out mean the reader is in its (5 s) pause.
+    sent, last_count, last_change = 0, -1, time.monotonic()
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        assert time.monotonic() < deadline, (
+            f"the reader never paused: {len(answers.receipts)} of {sent} answered"
+        )
+        sock.send(send, receipt=True)
+        sent += 1
+        count = len(answers.receipts)
+        if count != last_count:
+            last_count, last_change = count, time.monotonic()
+        elif time.monotonic() - last_change > 0.5 and sent > count:
+            break
+        time.sleep(0.001)  # pacing the stream, not waiting for anything
+    assert answers.closed is None
+    # A synchronous request now: its receipt must come long before the pause would have ended by itself.
+    started = time.monotonic()
+    sock.waiting_begins()
+    try:
+        sock.send(send, receipt=True)
+        sent += 1
+        with answers.cond:
+            assert answers.cond.wait_for(lambda: len(answers.receipts) == sent, DEADLINE_S)
+    finally:
+        sock.waiting_ends()
+    waited = time.monotonic() - started
+    assert waited < LINGER_S / 2, f"the request waited {waited:.2f} s: the pause was not ended"
+    # Every receipt answered exactly once, in order.
+    assert answers.receipts == [f"l-{n}" for n in range(1, sent + 1)]
