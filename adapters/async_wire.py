@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import threading
 from collections.abc import Callable, Coroutine, Mapping
@@ -319,6 +320,10 @@ class BlockingView:
 
         self._run(self._wire.submit(frame, answered))
         return view
+
+    def awaiting_answers(self) -> contextlib.nullcontext[None]:
+        """The asyncio driver reads on its loop and never pauses: nothing to end."""
+        return contextlib.nullcontext()
 
     def close(self, timeout_s: float = 5.0) -> None:
         self._run(self._wire.close(timeout_s))

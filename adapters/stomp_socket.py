@@ -268,11 +268,12 @@ def may_linger(
     Why: a reader that reads as soon as a byte arrives takes the GIL from the sending thread for every receipt or
     two of a stream of unwaited sends, and the sender waits for it back after its next write: against a null peer
     that hand-over was ~8 of the ~14 µs per send jmslike spent above raw stomp.py (docs/performance.md). Pausing
-    lets the receipts gather, so the reader takes the GIL once for many. Only when nothing can suffer: the read
-    brought receipts alone (no MESSAGE, ERROR or CONNECTED: deliveries are never held), more are due, the
-    application is still sending (frames went out since the previous read; a sender blocked on its full send
-    window stops that after one pause), the connection is not closing, and nobody blocks on an answer (a
-    synchronous send, commit, ack or subscribe, a deferred receipt: ``waiters``)."""
+    lets the receipts gather, so the reader takes the GIL once for many. Only when little can suffer: the read
+    brought receipts alone (a read with a MESSAGE, ERROR or CONNECTED is dispatched and followed at once), more
+    are due, the application is still sending (frames went out since the previous read), the connection is not
+    closing, and nobody blocks on an answer (``waiters``: a synchronous send, commit, ack or subscribe, a
+    deferred receipt, a session's full send window or its sends draining); one who starts waiting ends the
+    pause. What it can still delay, by one pause at most: a delivery that arrives during it."""
     return (
         bool(events)
         and not waiters
@@ -364,6 +365,7 @@ class StompSocket:
                         raise SocketClosed()
                     data = self._protocol.disconnect(time.monotonic())
                 self._write_all(data, timeout_s)
+            self._resume.set()  # a pausing reader reads on: DISCONNECT's receipt ends the connection
         except (SocketClosed, WriteStalled, OSError):
             self.abort()
             return
@@ -452,7 +454,10 @@ class StompSocket:
     # reader from lingering (:func:`may_linger`), and a caller who starts waiting ends a linger at once.
 
     def waiting_begins(self) -> None:
-        """A caller blocks until an answer arrives (a synchronous request, a deferred receipt's wait)."""
+        """A caller blocks until an answer arrives: a synchronous request, a deferred receipt's wait, a session's
+        full send window or its sends draining (Wire.awaiting_answers)."""
+        if not (self._linger_s or self._quick_ack):
+            return  # nothing would use the count
         with self._waiters_lock:
             self._waiters += 1
         self._resume.set()
@@ -460,6 +465,8 @@ class StompSocket:
             self._arm_quick_ack()
 
     def waiting_ends(self) -> None:
+        if not (self._linger_s or self._quick_ack):
+            return
         with self._waiters_lock:
             self._waiters -= 1
 
@@ -542,7 +549,7 @@ class StompSocket:
             if self._linger_s:
                 written, written_before = self._written, written
                 self._resume.clear()  # before the test: a caller who starts waiting after it ends the pause
-                if may_linger(
+                if not self._stop.is_set() and may_linger(
                     events,
                     waiters=self._waiters,
                     sending=written != written_before,

@@ -24,10 +24,11 @@ to clients:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from jmslike.adapters.stomp_core import Version
 from jmslike.adapters.stomp_socket import (
@@ -226,6 +227,15 @@ class StompWire(WireBase[_Pending]):
             if self._still_ours(recorded):
                 raise
         return pending
+
+    @contextlib.contextmanager
+    def awaiting_answers(self) -> Iterator[None]:
+        """A caller blocks until earlier submits are answered (Wire.awaiting_answers): the reader does not pause."""
+        self._socket.waiting_begins()
+        try:
+            yield
+        finally:
+            self._socket.waiting_ends()
 
     def post(self, frame: Frame) -> None:
         """Send without a receipt."""

@@ -15,6 +15,7 @@ What the connection owns:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import queue
@@ -22,6 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
@@ -214,6 +216,12 @@ class Connection(ConnectionDomainMethods):
     def owns(self, wire: object) -> bool:
         """Whether ``wire`` is this connection's current wire (not a client-ID claim, not one replaced)."""
         return getattr(self, "wire", None) is wire  # None while the first wire is being opened
+
+    def awaiting_answers(self) -> AbstractContextManager[None]:
+        """Around a session's wait for answers its wire cannot see (Wire.awaiting_answers): a full send window,
+        sends draining at commit or close. Nothing while no wire is open (a reconnect settles those sends)."""
+        wire: Wire | None = getattr(self, "wire", None)
+        return wire.awaiting_answers() if wire is not None else contextlib.nullcontext()
 
     def wire_for_use(self) -> Wire:
         """The current wire; while a reconnect is under way, wait for it (bounded) rather than fail."""

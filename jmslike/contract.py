@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal, Protocol
 
@@ -256,6 +257,11 @@ class Wire(Protocol):
     def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> PendingReceipt:
         """Send with a receipt and return at once; ``callback`` (receiver thread) gets the answer too."""
 
+    def awaiting_answers(self) -> AbstractContextManager[None]:
+        """Around a wait for answers to earlier submits that the wire does not see (a session's full send
+        window, or its sends draining at commit or close): the wire reads at once meanwhile, without the pause
+        it may take while unwaited sends stream (``receipt_linger_us``)."""
+
 
 class AsyncPendingReceipt(Protocol):
     """:class:`PendingReceipt` on the event loop (``jmslike.aio``): answered exactly once, awaited."""
@@ -348,7 +354,7 @@ class Adapter(Protocol):
     # DUPS_OK sessions one per batch.
     cumulative_client_ack: bool
     # True where the broker writes small frames with Nagle's algorithm on (ActiveMQ Classic), so the client
-    # socket acknowledges at once while a receipt is awaited (transport.BoundedTransport.quick_ack_begin).
+    # socket acknowledges at once while a receipt is awaited (stomp_socket.StompSocket.waiting_begins).
     tcp_quick_ack: bool
     # True where a temporary destination's jmslike name means "ours" to the broker (ActiveMQ), so another
     # connection must not use that name; False where the name is global (RabbitMQ).

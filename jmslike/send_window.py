@@ -11,9 +11,11 @@ a broker.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Generic, TypeVar
 
 from jmslike.exceptions import JMSException
@@ -114,10 +116,17 @@ class SendWindow(SendPlaces):
     """Places for asynchronous sends; every method is called with or takes ``cond``, the session's."""
 
     def __init__(
-        self, cond: threading.Condition, count_limit: int, byte_limit: int, timeout_s: float
+        self,
+        cond: threading.Condition,
+        count_limit: int,
+        byte_limit: int,
+        timeout_s: float,
+        awaiting: Callable[[], AbstractContextManager[None]] = contextlib.nullcontext,
     ) -> None:
         super().__init__(count_limit, byte_limit, timeout_s)
         self._cond = cond
+        #: Around each wait for a place: tells the wire someone waits for its receipts (Wire.awaiting_answers).
+        self._awaiting = awaiting
 
     def acquire(self, size: int) -> None:
         """Wait (at most the receipt timeout) for a place for a send of ``size`` body bytes; raise a
@@ -128,4 +137,5 @@ class SendWindow(SendPlaces):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise self.stalled()
-                self._cond.wait(remaining)
+                with self._awaiting():
+                    self._cond.wait(remaining)

@@ -90,7 +90,11 @@ class SessionEngine:
         self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
         config = connection.config
         self._window = SendWindow(
-            self._cond, config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
+            self._cond,
+            config.send_window,
+            config.send_window_bytes,
+            config.receipt_timeout_ms / 1000,
+            awaiting=connection.awaiting_answers,
         )
         self._current: tuple[MessageConsumer, Pending] | None = None
         self._recover_current = False
@@ -718,7 +722,8 @@ class SessionEngine:
                 if remaining <= 0:
                     log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
                     return False
-                self._cond.wait(remaining)
+                with self._connection.awaiting_answers():
+                    self._cond.wait(remaining)
 
     def _refuse_in_callback(self, action: str) -> None:
         """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that
