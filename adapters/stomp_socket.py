@@ -323,6 +323,7 @@ class StompSocket:
         self._waiters = 0  # callers blocked until an answer arrives (waiting_begins/ends)
         self._waiters_lock = threading.Lock()
         self._written = 0  # frames written so far: the reader lingers only while this moves
+        self._pausing = False  # the reader is about to pause or pausing: a new waiter must wake it
         self._linger_s = settings.linger_s
         self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
         self._resume = threading.Event()
@@ -460,7 +461,8 @@ class StompSocket:
             return  # nothing would use the count
         with self._waiters_lock:
             self._waiters += 1
-        self._resume.set()
+        if self._pausing:  # set before the reader looks at the count, so a pause that began is ended
+            self._resume.set()
         if self._quick_ack:
             self._arm_quick_ack()
 
@@ -549,6 +551,7 @@ class StompSocket:
             if self._linger_s:
                 written, written_before = self._written, written
                 self._resume.clear()  # before the test: a caller who starts waiting after it ends the pause
+                self._pausing = True
                 if not self._stop.is_set() and may_linger(
                     events,
                     waiters=self._waiters,
@@ -557,6 +560,7 @@ class StompSocket:
                     connected=state == "connected",
                 ):
                     self._resume.wait(self._linger_s)
+                self._pausing = False
         return None
 
     def wake_reader(self) -> None:

@@ -24,11 +24,10 @@ to clients:
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 from jmslike.adapters.stomp_core import Version
 from jmslike.adapters.stomp_socket import (
@@ -113,6 +112,22 @@ class _Pending:
             self.callback(error)
 
 
+class _Waiting:
+    """``with``: a caller waits for answers the socket cannot see (StompWire.awaiting_answers). One object per
+    wire, no generator: a sender blocked on its full window enters it once per send."""
+
+    __slots__ = ("_socket",)
+
+    def __init__(self, socket: StompSocket) -> None:
+        self._socket = socket
+
+    def __enter__(self) -> None:
+        self._socket.waiting_begins()
+
+    def __exit__(self, *exc: object) -> None:
+        self._socket.waiting_ends()
+
+
 class StompWire(WireBase[_Pending]):
     """One STOMP connection to one broker host. Not reconnecting: recovery lives a layer above."""
 
@@ -138,6 +153,7 @@ class StompWire(WireBase[_Pending]):
             quick_ack=quick_ack,
             hold=self._hold_reading,
         )
+        self._waiting = _Waiting(self._socket)
 
     # -- connection lifecycle -------------------------------------------------------------------------
 
@@ -228,14 +244,9 @@ class StompWire(WireBase[_Pending]):
                 raise
         return pending
 
-    @contextlib.contextmanager
-    def awaiting_answers(self) -> Iterator[None]:
+    def awaiting_answers(self) -> _Waiting:
         """A caller blocks until earlier submits are answered (Wire.awaiting_answers): the reader does not pause."""
-        self._socket.waiting_begins()
-        try:
-            yield
-        finally:
-            self._socket.waiting_ends()
+        return self._waiting
 
     def post(self, frame: Frame) -> None:
         """Send without a receipt."""
