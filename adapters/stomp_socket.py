@@ -321,6 +321,7 @@ class StompSocket:
         self._reader: threading.Thread | None = None
         self._quick_ack = quick_ack and _TCP_QUICKACK is not None
         self._waiters = 0  # callers blocked until an answer arrives (waiting_begins/ends)
+        self._quick_waiters = 0  # of which synchronous requests on a quick-ACK broker
         self._waiters_lock = threading.Lock()
         self._written = 0  # frames written so far: the reader lingers only while this moves
         self._pausing = False  # the reader is about to pause or pausing: a new waiter must wake it
@@ -451,26 +452,31 @@ class StompSocket:
     # p90 from 45 to 24 ms (docs/performance.md). Only while someone waits: when frames flow both ways
     # (pipelined asynchronous sends) our ACKs ride on them, and a pure ACK per received segment instead cost
     # ActiveMQ a quarter of its asynchronous publish rate. Linux leaves quick-ACK mode by itself, so the
-    # reader re-arms it after every read while the count of waiters is above zero. The same count keeps the
-    # reader from lingering (:func:`may_linger`), and a caller who starts waiting ends a linger at once.
+    # reader re-arms it after every read while a synchronous request waits (``quick=True``). A sender blocked
+    # on its full send window is not one: that is pipelined sending, where quick ACKs cost the rate. Every
+    # waiter, synchronous or not, keeps the reader from lingering (:func:`may_linger`) and ends a linger at once.
 
-    def waiting_begins(self) -> None:
-        """A caller blocks until an answer arrives: a synchronous request, a deferred receipt's wait, a session's
-        full send window or its sends draining (Wire.awaiting_answers)."""
-        if not (self._linger_s or self._quick_ack):
-            return  # nothing would use the count
+    def waiting_begins(self, *, quick: bool = False) -> None:
+        """A caller blocks until an answer arrives: a synchronous request (``quick``), a deferred receipt's wait,
+        a session's full send window or its sends draining (Wire.awaiting_answers)."""
+        quick = quick and self._quick_ack
+        if not (self._linger_s or quick):
+            return  # nothing would use the counts
         with self._waiters_lock:
             self._waiters += 1
+            self._quick_waiters += quick
         if self._pausing:  # set before the reader looks at the count, so a pause that began is ended
             self._resume.set()
-        if self._quick_ack:
+        if quick:
             self._arm_quick_ack()
 
-    def waiting_ends(self) -> None:
-        if not (self._linger_s or self._quick_ack):
+    def waiting_ends(self, *, quick: bool = False) -> None:
+        quick = quick and self._quick_ack
+        if not (self._linger_s or quick):
             return
         with self._waiters_lock:
             self._waiters -= 1
+            self._quick_waiters -= quick
 
     def _arm_quick_ack(self) -> None:
         sock = self._sock
@@ -532,7 +538,7 @@ class StompSocket:
             if data is None:
                 poller.poll()  # TLS: outside the lock, so writers go on
                 continue
-            if self._quick_ack and self._waiters:  # no lock: a stale value costs one early or late re-arm
+            if self._quick_waiters:  # no lock: a stale value costs one early or late re-arm
                 self._arm_quick_ack()
             with self._proto_lock:
                 events = protocol.receive_data(data, time.monotonic())
@@ -573,12 +579,13 @@ class StompSocket:
         with self._proto_lock:
             self._protocol.hold_reading(True, time.monotonic())
         try:
-            while not self._stop.is_set():
-                self._resume.clear()
+            while True:
+                self._resume.clear()  # before looking at _stop: abort()'s wake-up after it must not be lost
+                if self._stop.is_set():
+                    return False
                 if not hold():
                     return True
                 self._resume.wait()
-            return False
         finally:
             with self._proto_lock:
                 self._protocol.hold_reading(False, time.monotonic())

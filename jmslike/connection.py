@@ -219,7 +219,8 @@ class Connection(ConnectionDomainMethods):
 
     def awaiting_answers(self) -> AbstractContextManager[None]:
         """Around a session's wait for answers its wire cannot see (Wire.awaiting_answers): a full send window,
-        sends draining at commit or close. Nothing while no wire is open (a reconnect settles those sends)."""
+        sends draining at commit or close. During a reconnect the lost wire's: its sends are settled with the loss,
+        which ends the wait, and the next one enters the new wire's."""
         wire: Wire | None = getattr(self, "wire", None)
         return wire.awaiting_answers() if wire is not None else contextlib.nullcontext()
 

@@ -191,3 +191,29 @@ def test_a_send_blocked_on_its_full_window_ends_the_readers_pause(peer: ReceiptP
     finally:
         connection.close()
     assert per_send_ms < 1.0, f"{per_send_ms:.2f} ms per send: the reader paused while the sender waited"
+
+
+def test_a_send_blocked_on_its_window_does_not_arm_quick_acks(
+    peer: ReceiptPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Quick TCP ACKs (ActiveMQ) are for a caller waiting for one receipt; while unwaited sends are pipelined they
+    cost ActiveMQ about a quarter of its publish rate (docs/performance.md). The second review of the pause found
+    a full window arming them on every read once window waits counted as waiting (1,968 arms in 2,000 sends)."""
+    arms: list[int] = []
+    real_arm = StompSocket._arm_quick_ack
+    monkeypatch.setattr(StompSocket, "_arm_quick_ack", lambda sock: (arms.append(1), real_arm(sock))[1])
+    url = f"activemq://127.0.0.1:{peer.port}?receipt_linger_us=0&send_window=2&heartbeat_ms=0"
+    connection = ConnectionFactory(url).createConnection("user", "password")
+    try:
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = session.createProducer(session.createQueue("linger"))
+        producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+        message = session.createTextMessage("x" * 64)
+        arms.clear()
+        for _ in range(500):
+            producer.send(message)
+        producer.close()
+        armed_while_pipelining = len(arms)
+    finally:
+        connection.close()
+    assert armed_while_pipelining == 0
