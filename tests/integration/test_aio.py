@@ -228,8 +228,11 @@ def test_receives_cancelled_at_any_moment_lose_no_message(broker: Any, url: str)
             producer = session.createProducer(queue)
             producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
             got: list[str] = []
+            # Paced: every 10 sends the sender rests 20 ms, so the consumer drains what arrived and waits, and
+            # its 0.5 ms receives are cancelled while it waits. Unpaced, CI once found every message already
+            # buffered at each receive (no cancel at all; 2026-11-27).
             sending = asyncio.create_task(
-                _send_all(producer, [session.createTextMessage(str(i)) for i in range(count)])
+                _send_all(producer, [session.createTextMessage(str(i)) for i in range(count)], rest_every=10)
             )
             cancelled = 0
             while len(got) < count:
@@ -247,10 +250,11 @@ def test_receives_cancelled_at_any_moment_lose_no_message(broker: Any, url: str)
     run(body)
 
 
-async def _send_all(producer: Any, messages: list[Message]) -> None:
-    for message in messages:
+async def _send_all(producer: Any, messages: list[Message], rest_every: int = 0) -> None:
+    """Send ``messages``, yielding after each; with ``rest_every``, rest 20 ms after every that many (pacing)."""
+    for sent, message in enumerate(messages, 1):
         await producer.send(message)
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.02 if rest_every and sent % rest_every == 0 else 0)
 
 
 def test_a_cancelled_commit_still_commits_once_and_the_session_goes_on(broker: Any, url: str) -> None:
