@@ -234,6 +234,11 @@ class StompProtocol:
         """Some frame sent with a receipt has not been answered yet."""
         return bool(self._pending)
 
+    @property
+    def receipts_due(self) -> int:
+        """How many frames sent with a receipt have not been answered yet."""
+        return len(self._pending)
+
     def disconnect(self, now: float) -> bytes:
         """DISCONNECT with a receipt: its RECEIPT closes the protocol (the broker has everything before it)."""
         self._require("connected", "disconnect")

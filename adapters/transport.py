@@ -202,12 +202,18 @@ class StompWire(WireBase[_Pending]):
 
     # -- frames ---------------------------------------------------------------------------------------
 
-    def _write(self, frame: Frame, pending: _Pending | None, recorded: list[str]) -> None:
+    def _write(
+        self, frame: Frame, pending: _Pending | None, recorded: list[str], *, coalesce: bool = False
+    ) -> None:
         """Hand ``frame`` to the socket, recording ``pending`` under its receipt (and the receipt in
-        ``recorded``) before any byte is written."""
+        ``recorded``) before any byte is written. ``coalesce``: nobody waits for it, so the socket may write it
+        with the frames that follow (``send_coalesce_us``)."""
         try:
             self._socket.send(
-                self._prepare(frame), receipt=pending is not None, on_sent=self._recorder(pending, recorded)
+                self._prepare(frame),
+                receipt=pending is not None,
+                on_sent=self._recorder(pending, recorded),
+                coalesce=coalesce,
             )
         except (WriteStalled, SocketClosed) as exc:
             error, reason = self._write_failure(frame, exc)
@@ -219,7 +225,7 @@ class StompWire(WireBase[_Pending]):
         sock = self._socket
         sock.waiting_begins(quick=True)
         try:
-            pending = self.submit(frame, None)
+            pending = self._submit(frame, None, coalesce=False)
             timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
             if not pending.done.wait(timeout):
                 self._gave_up(pending)
@@ -233,12 +239,18 @@ class StompWire(WireBase[_Pending]):
         """Send with a receipt, return at once; ``callback`` runs on the reader thread when answered.
 
         Exactly one outcome: either this raises and ``callback`` never runs, or it returns and ``callback``
-        runs once (see WireBase._still_ours)."""
+        runs once (see WireBase._still_ours). The frame may be written a little later, with those after it
+        (``send_coalesce_us``): at the latest when someone waits for an answer on this connection."""
+        return self._submit(frame, callback, coalesce=True)
+
+    def _submit(
+        self, frame: Frame, callback: Callable[[JMSException | None], None] | None, *, coalesce: bool
+    ) -> _Pending:
         self._check_usable(frame)
         pending = _Pending(frame, callback, self._socket)
         recorded: list[str] = []
         try:
-            self._write(frame, pending, recorded)
+            self._write(frame, pending, recorded, coalesce=coalesce)
         except JMSException:
             if self._still_ours(recorded):
                 raise

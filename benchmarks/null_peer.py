@@ -54,6 +54,12 @@ CASES: dict[str, tuple[Callable[[w.Bench], float], str]] = {
         ),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
+    "jmslike NON_PERSISTENT, send_coalesce_us=0": (
+        lambda b: w.publish_non_persistent(
+            dataclasses.replace(b, url=f"{b.url}?send_coalesce_us=0"), SIZE, "jmslike", drain=False
+        ),
+        "raw NON_PERSISTENT, receipts pipelined",
+    ),
     "jmslike.aio PERSISTENT sync": (lambda b: aio.publish(b, SIZE, True, drain=False), "raw PERSISTENT sync"),
     "jmslike.aio NON_PERSISTENT": (
         lambda b: aio.publish(b, SIZE, False, drain=False),

@@ -69,6 +69,8 @@ class ConnectionConfig:
     force_sync_send: bool = False
     #: How long the threaded API's reader lets receipts of unwaited sends gather while they stream (µs; 0 = off).
     receipt_linger_us: int = 200
+    #: How long the threaded API may hold a frame sent without waiting, to write it with those after it (µs; 0 = off).
+    send_coalesce_us: int = 1000
     reconnect: bool = False
     reconnect_attempts: int = 10
     reconnect_delay_ms: int = 200
@@ -130,12 +132,12 @@ def parse_count(value: str) -> int:
     return number
 
 
-#: Ceiling of ``receipt_linger_us``: a send blocked on its full window, or a session closing, waits at most one
-#: linger for the reader, so it must stay short.
+#: Ceiling of ``receipt_linger_us`` and ``send_coalesce_us``: a message arriving during the reader's pause, or a
+#: frame held for the flusher while nobody waits, is late by at most this much, so it must stay short.
 MAX_RECEIPT_LINGER_US = 10_000
 
 
-def _linger(value: str) -> int:
+def _short_pause(value: str) -> int:
     number = parse_count(value)
     if number > MAX_RECEIPT_LINGER_US:
         raise ValueError(f"expected at most {MAX_RECEIPT_LINGER_US} (10 ms), got {value!r}")
@@ -175,8 +177,14 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     ),
     "receipt_linger_us": (
         "receipt_linger_us",
-        _linger,
+        _short_pause,
         "threaded API: how long the reader lets receipts of a stream of unwaited sends gather (0 = read at once)",
+    ),
+    "send_coalesce_us": (
+        "send_coalesce_us",
+        _short_pause,
+        "threaded API: how long an unwaited send may be held to be written with the ones after it "
+        "(0 = write each at once)",
     ),
     "reconnect": ("reconnect", parse_bool, "reconnect and re-subscribe after a lost connection"),
     "reconnect_attempts": ("reconnect_attempts", parse_count, "attempts before giving up"),

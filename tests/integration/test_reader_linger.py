@@ -8,114 +8,23 @@ and every ``receipt`` header at once (no broker involved: the pause is the clien
 
 from __future__ import annotations
 
-import re
-import socket
-import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from receipt_peer import DEADLINE_S, Answers, ReceiptPeer, connected_socket
 
 from jmslike import ConnectionFactory, DeliveryMode, Session
-from jmslike.adapters.stomp_core import Connected, Event, Receipt, ReceiptReceived
-from jmslike.adapters.stomp_socket import DriverSettings, StompSocket
+from jmslike.adapters.stomp_socket import StompSocket
 from jmslike.contract import Frame
 
-DEADLINE_S = 30.0
 LINGER_S = 5.0  # far beyond the URL's 10 ms ceiling, so a pause that is not ended is unmistakable
-
-
-class ReceiptPeer:
-    """Accepts one connection, answers CONNECT with CONNECTED (STOMP 1.1) and every frame's receipt at once, except
-    that it holds back the receipt of a frame with an ``x-hold`` header until a frame with ``x-release`` comes
-    (then answers both): a receipt that stays due, as one does while a stream of sends is under way."""
-
-    def __init__(self) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        self.listener.settimeout(DEADLINE_S)
-        conn, _ = self.listener.accept()
-        buffer = b""
-        held: list[bytes] = []
-        with conn:
-            while True:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                buffer += chunk
-                *frames, buffer = buffer.split(b"\x00")
-                out = []
-                for frame in frames:
-                    frame = frame.lstrip(b"\r\n")
-                    if frame.startswith(b"CONNECT"):
-                        out.append(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
-                    receipt = re.search(rb"\nreceipt:([^\n]*)\n", frame)
-                    if receipt is None:
-                        continue
-                    answer = b"RECEIPT\nreceipt-id:" + receipt.group(1) + b"\n\n\x00"
-                    if b"\nx-hold:" in frame:
-                        held.append(answer)
-                        continue
-                    if b"\nx-release:" in frame:
-                        out.extend(held)
-                        held.clear()
-                    out.append(answer)
-                if out:
-                    conn.sendall(b"".join(out))
-
-    def stop(self) -> None:
-        self.listener.close()
-        self.thread.join(DEADLINE_S)
-
-
-class Answers:
-    """The reader's events, waited for with a condition (the reader thread records, the test waits)."""
-
-    def __init__(self) -> None:
-        self.receipts: list[str] = []
-        self.connected = False
-        self.closed: str | None = None
-        self.cond = threading.Condition()
-
-    def on_event(self, event: Event) -> None:
-        with self.cond:
-            if isinstance(event, ReceiptReceived):
-                self.receipts.append(event.receipt.receipt_id)
-            elif isinstance(event, Connected):
-                self.connected = True
-            self.cond.notify_all()
-
-    def on_closed(self, reason: str | None, unanswered: list[Receipt]) -> None:
-        with self.cond:
-            self.closed = reason or "closed"
-            self.cond.notify_all()
 
 
 @pytest.fixture
 def linger_socket() -> Iterator[tuple[StompSocket, Answers]]:
     peer = ReceiptPeer()
-    answers = Answers()
-    settings = DriverSettings(
-        host=("127.0.0.1", peer.port),
-        version="1.1",
-        heartbeat_ms=0,
-        max_frame_bytes=1024 * 1024,
-        max_header_bytes=64 * 1024,
-        context=None,
-        connect_timeout_s=10.0,
-        write_timeout_s=10.0,
-        receipt_prefix="l-",
-        linger_s=LINGER_S,
-    )
-    sock = StompSocket(settings, on_event=answers.on_event, on_closed=answers.on_closed)
-    sock.connect("localhost", {"accept-version": "1.1"})
-    with answers.cond:
-        assert answers.cond.wait_for(lambda: answers.connected or answers.closed, DEADLINE_S)
-    assert answers.connected, answers.closed
+    sock, answers = connected_socket(peer, linger_s=LINGER_S)
     try:
         yield sock, answers
     finally:

@@ -1,0 +1,62 @@
+"""Send coalescing in the threaded driver (``send_coalesce_us``): when a frame may be held, and the URL key's
+bounds. Holding, writing in order and writing at once for a waiting caller are shown against a scripted peer in
+tests/integration/test_send_coalescing.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from jmslike.adapters.stomp_socket import COALESCE_BYTES, DriverSettings, may_coalesce
+from jmslike.config import ConfigurationError, parse_url
+
+STREAMING = {
+    "coalesce": True,
+    "due_written": 3,
+    "buffered_bytes": 1000,
+    "frame_bytes": 300,
+    "batch_age_s": 0.0004,
+    "hold_s": 0.001,
+}
+
+
+def test_an_unwaited_frame_may_be_held_while_the_broker_owes_a_receipt_for_one_written() -> None:
+    assert may_coalesce(**STREAMING) is True  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"coalesce": False},  # its sender waits for it (synchronous send, ack, commit), or it has no receipt
+        {
+            "due_written": 0
+        },  # nothing in flight: an application sending now and then writes each frame at once
+        {"buffered_bytes": COALESCE_BYTES - 299},  # the batch is full: written now, with this frame
+        {"buffered_bytes": 0, "frame_bytes": COALESCE_BYTES + 1},  # a frame bigger than a batch
+        {
+            "batch_age_s": 0.001
+        },  # the batch is as old as the hold: the sender writes it, not the flusher, so a
+        # sender keeping the interpreter busy cannot delay it beyond the hold
+    ],
+)
+def test_written_at_once_otherwise(change: dict[str, object]) -> None:
+    assert may_coalesce(**{**STREAMING, **change}) is False  # type: ignore[arg-type]
+
+
+def test_a_batch_may_fill_to_its_bound_exactly() -> None:
+    assert may_coalesce(**{**STREAMING, "buffered_bytes": COALESCE_BYTES - 300}) is True  # type: ignore[arg-type]
+
+
+def test_the_url_key_sets_the_hold_and_zero_switches_it_off() -> None:
+    host = ("127.0.0.1", 61613)
+    default = DriverSettings.from_config(parse_url("activemq://127.0.0.1:61613"), host, "1.1", "r-")
+    assert default.coalesce_s == pytest.approx(0.001)
+    off = DriverSettings.from_config(
+        parse_url("activemq://127.0.0.1:61613?send_coalesce_us=0"), host, "1.1", "r-"
+    )
+    assert off.coalesce_s == 0.0
+
+
+def test_a_hold_longer_than_10_ms_is_refused_with_the_ceiling_named() -> None:
+    with pytest.raises(ConfigurationError, match=r"send_coalesce_us.*at most 10000 \(10 ms\)"):
+        parse_url("activemq://127.0.0.1:61613?send_coalesce_us=10001")
+    assert parse_url("activemq://127.0.0.1:61613?send_coalesce_us=10000").send_coalesce_us == 10_000
