@@ -43,7 +43,7 @@ import ssl
 import struct
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -53,7 +53,6 @@ from jmslike.adapters.stomp_core import (
     Event,
     ProtocolViolation,
     Receipt,
-    ReceiptReceived,
     StompProtocol,
     Version,
 )
@@ -224,9 +223,6 @@ class DriverSettings:
     connect_timeout_s: float
     write_timeout_s: float
     receipt_prefix: str
-    #: How long the threaded driver's reader lets receipts gather after a read that brought receipts alone
-    #: (:func:`may_linger`); 0 = read at once. The asyncio driver reads on the loop and has no such pause.
-    linger_s: float = 0.0
     #: How long the threaded driver may hold a frame sent without waiting, to write it with the frames that follow
     #: (:func:`may_coalesce`); 0 = write every frame at once. The asyncio driver writes each frame at once.
     coalesce_s: float = 0.0
@@ -247,7 +243,6 @@ class DriverSettings:
             connect_timeout_s=config.connect_timeout_ms / 1000,
             write_timeout_s=config.receipt_timeout_ms / 1000,
             receipt_prefix=receipt_prefix,
-            linger_s=config.receipt_linger_us / 1_000_000,
             coalesce_s=config.send_coalesce_us / 1_000_000,
         )
 
@@ -267,30 +262,6 @@ def log_end(host: tuple[str, int], reason: str | None) -> None:
         log.warning("dropping the connection to %s:%s: %s", host[0], host[1], reason)
     else:
         log.debug("connection to %s:%s ended", host[0], host[1])
-
-
-def may_linger(
-    events: Sequence[Event], *, waiters: int, sending: bool, awaiting: bool, connected: bool
-) -> bool:
-    """Whether the threaded reader may pause (``receipt_linger_us``) before its next read.
-
-    Why: a reader that reads as soon as a byte arrives takes the GIL from the sending thread for every receipt or
-    two of a stream of unwaited sends, and the sender waits for it back after its next write: against a null peer
-    that hand-over was ~8 of the ~14 µs per send jmslike spent above raw stomp.py (docs/performance.md). Pausing
-    lets the receipts gather, so the reader takes the GIL once for many. Only when little can suffer: the read
-    brought receipts alone (a read with a MESSAGE, ERROR or CONNECTED is dispatched and followed at once), more
-    are due, the application is still sending (frames went out since the previous read), the connection is not
-    closing, and nobody blocks on an answer (``waiters``: a synchronous send, commit, ack or subscribe, a
-    deferred receipt, a session's full send window or its sends draining); one who starts waiting ends the
-    pause. What it can still delay, by one pause at most: a delivery that arrives during it."""
-    return (
-        bool(events)
-        and not waiters
-        and sending
-        and awaiting
-        and connected
-        and all(isinstance(event, ReceiptReceived) for event in events)
-    )
 
 
 #: Bytes of coalesced frames held at most: a frame that would take the buffer past this is written at once, with
@@ -363,10 +334,8 @@ class StompSocket:
         self._stop = threading.Event()  # wakes the heart-beat thread
         self._reader: threading.Thread | None = None
         self._quick_ack = quick_ack and _TCP_QUICKACK is not None
-        self._waiters = 0  # callers blocked until an answer arrives (waiting_begins/ends)
-        self._quick_waiters = 0  # of which synchronous requests on a quick-ACK broker
+        self._quick_waiters = 0  # synchronous requests waiting, on a quick-ACK broker (waiting_begins/ends)
         self._waiters_lock = threading.Lock()
-        self._written = 0  # frames written so far: the reader lingers only while this moves
         self._coalesce_s = settings.coalesce_s
         self._batch: list[bytes] = []  # coalesced frames not yet written (under _write_lock)
         self._batch_bytes = 0
@@ -375,8 +344,6 @@ class StompSocket:
         self._flush_wake = threading.Event()  # frames are held: the flusher starts its wait
         self._flush_now = threading.Event()  # a caller waits for an answer: the flusher writes at once
         self._flusher: threading.Thread | None = None
-        self._pausing = False  # the reader is about to pause or pausing: a new waiter must wake it
-        self._linger_s = settings.linger_s
         self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
         self._resume = threading.Event()
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
@@ -418,7 +385,7 @@ class StompSocket:
                         raise SocketClosed()
                     data = self._protocol.disconnect(time.monotonic())
                 self._write_all(self._with_batch(data), timeout_s)
-            self._resume.set()  # a pausing reader reads on: DISCONNECT's receipt ends the connection
+            self._resume.set()  # a reader holding back (jmslike.flow) asks again: DISCONNECT's receipt must be read
         except (SocketClosed, WriteStalled, OSError):
             self.abort()
             return
@@ -471,7 +438,6 @@ class StompSocket:
                 due_written = self._protocol.receipts_due - self._batch_receipts
                 now = time.monotonic()
                 data, pending = self._protocol.send(frame, now, receipt=receipt)
-                self._written += 1
                 if pending is not None and on_sent is not None:
                     on_sent(pending)
             if self._coalesce_s and may_coalesce(
@@ -571,7 +537,7 @@ class StompSocket:
             if not _wait_until(sock, select.POLLOUT, remaining):
                 raise SocketClosed("socket closed")
 
-    # -- callers waiting for an answer: quick TCP ACKs, and no lingering reader ---------------------------
+    # -- callers waiting for an answer: quick TCP ACKs, and no frame held back --------------------------------
     #
     # ActiveMQ Classic's TCP transport leaves Nagle's algorithm on (``tcpNoDelay=false``): a small frame it
     # writes while an earlier one is unacknowledged waits for our TCP ACK, which Linux delays (up to 40 ms).
@@ -581,7 +547,7 @@ class StompSocket:
     # ActiveMQ a quarter of its asynchronous publish rate. Linux leaves quick-ACK mode by itself, so the
     # reader re-arms it after every read while a synchronous request waits (``quick=True``). A sender blocked
     # on its full send window is not one: that is pipelined sending, where quick ACKs cost the rate. Every
-    # waiter, synchronous or not, keeps the reader from lingering (:func:`may_linger`) and ends a linger at once.
+    # waiter, synchronous or not, has the frames held for coalescing written at once (:func:`may_coalesce`).
 
     def waiting_begins(self, *, quick: bool = False) -> None:
         """A caller blocks until an answer arrives: a synchronous request (``quick``), a deferred receipt's wait,
@@ -589,23 +555,17 @@ class StompSocket:
         quick = quick and self._quick_ack
         if self._batch:  # what the caller waits for may be behind frames held for the flusher
             self._flush_now.set()
-        if not (self._linger_s or quick):
-            return  # nothing would use the counts
-        with self._waiters_lock:
-            self._waiters += 1
-            self._quick_waiters += quick
-        if self._pausing:  # set before the reader looks at the count, so a pause that began is ended
-            self._resume.set()
-        if quick:
-            self._arm_quick_ack()
-
-    def waiting_ends(self, *, quick: bool = False) -> None:
-        quick = quick and self._quick_ack
-        if not (self._linger_s or quick):
+        if not quick:
             return
         with self._waiters_lock:
-            self._waiters -= 1
-            self._quick_waiters -= quick
+            self._quick_waiters += 1
+        self._arm_quick_ack()
+
+    def waiting_ends(self, *, quick: bool = False) -> None:
+        if not (quick and self._quick_ack):
+            return
+        with self._waiters_lock:
+            self._quick_waiters -= 1
 
     def _arm_quick_ack(self) -> None:
         sock = self._sock
@@ -640,7 +600,6 @@ class StompSocket:
         poller = select.poll()
         poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
         heartbeats_started = False
-        written = self._written
         while not self._stop.is_set():
             if self._hold is not None and self._hold() and not self._wait_while_held(self._hold):
                 return None
@@ -683,19 +642,6 @@ class StompSocket:
             if not data or state == "closed":
                 # The broker closed the stream, answered DISCONNECT, or refused CONNECT (the event says so).
                 return None
-            if self._linger_s:
-                written, written_before = self._written, written
-                self._resume.clear()  # before the test: a caller who starts waiting after it ends the pause
-                self._pausing = True
-                if not self._stop.is_set() and may_linger(
-                    events,
-                    waiters=self._waiters,
-                    sending=written != written_before,
-                    awaiting=protocol.awaiting_receipts,
-                    connected=state == "connected",
-                ):
-                    self._resume.wait(self._linger_s)
-                self._pausing = False
         return None
 
     def wake_reader(self) -> None:

@@ -48,12 +48,6 @@ CASES: dict[str, tuple[Callable[[w.Bench], float], str]] = {
         lambda b: w.publish_non_persistent(b, SIZE, "jmslike", drain=False),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
-    "jmslike NON_PERSISTENT, receipt_linger_us=0": (
-        lambda b: w.publish_non_persistent(
-            dataclasses.replace(b, url=f"{b.url}?receipt_linger_us=0"), SIZE, "jmslike", drain=False
-        ),
-        "raw NON_PERSISTENT, receipts pipelined",
-    ),
     "jmslike NON_PERSISTENT, send_coalesce_us=0": (
         lambda b: w.publish_non_persistent(
             dataclasses.replace(b, url=f"{b.url}?send_coalesce_us=0"), SIZE, "jmslike", drain=False

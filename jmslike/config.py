@@ -67,8 +67,6 @@ class ConnectionConfig:
     send_window: int = 256
     send_window_bytes: int = 1024 * 1024
     force_sync_send: bool = False
-    #: How long the threaded API's reader lets receipts of unwaited sends gather while they stream (µs; 0 = off).
-    receipt_linger_us: int = 200
     #: How long the threaded API may hold a frame sent without waiting, to write it with those after it (µs; 0 = off).
     send_coalesce_us: int = 1000
     reconnect: bool = False
@@ -132,15 +130,15 @@ def parse_count(value: str) -> int:
     return number
 
 
-#: Ceiling of ``receipt_linger_us`` and ``send_coalesce_us``: a message arriving during the reader's pause, or a
-#: frame held for the flusher while nobody waits, is late by at most this much, so it must stay short.
-MAX_RECEIPT_LINGER_US = 10_000
+#: Ceiling of ``send_coalesce_us``: a frame held for coalescing while nobody waits is late by up to this much,
+#: so it must stay short.
+MAX_SEND_COALESCE_US = 10_000
 
 
-def _short_pause(value: str) -> int:
+def _coalesce_us(value: str) -> int:
     number = parse_count(value)
-    if number > MAX_RECEIPT_LINGER_US:
-        raise ValueError(f"expected at most {MAX_RECEIPT_LINGER_US} (10 ms), got {value!r}")
+    if number > MAX_SEND_COALESCE_US:
+        raise ValueError(f"expected at most {MAX_SEND_COALESCE_US} (10 ms), got {value!r}")
     return number
 
 
@@ -175,14 +173,9 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
         parse_bool,
         "every send waits for its receipt, NON_PERSISTENT ones outside a transaction too",
     ),
-    "receipt_linger_us": (
-        "receipt_linger_us",
-        _short_pause,
-        "threaded API: how long the reader lets receipts of a stream of unwaited sends gather (0 = read at once)",
-    ),
     "send_coalesce_us": (
         "send_coalesce_us",
-        _short_pause,
+        _coalesce_us,
         "threaded API: how long an unwaited send may be held to be written with the ones after it "
         "(0 = write each at once)",
     ),

@@ -259,8 +259,8 @@ class Wire(Protocol):
 
     def awaiting_answers(self) -> AbstractContextManager[None]:
         """Around a wait for answers to earlier submits that the wire does not see (a session's full send
-        window, or its sends draining at commit or close): the wire reads at once meanwhile, without the pause
-        it may take while unwaited sends stream (``receipt_linger_us``)."""
+        window, or its sends draining at commit or close): the wire writes at once what it holds back to write
+        with later frames (``send_coalesce_us``)."""
 
 
 class AsyncPendingReceipt(Protocol):

@@ -1,4 +1,4 @@
-"""A scripted STOMP peer for the threaded driver's own timing (the reader's pause, send coalescing): no broker is
+"""A scripted STOMP peer for the threaded driver's own timing (send coalescing, quick ACKs): no broker is
 involved, because what is tested is when the client reads and writes, not what a broker does with the frames.
 
 The peer is a few lines of socket code that answers CONNECT and every ``receipt`` header at once, except that it
@@ -116,10 +116,8 @@ class Answers:
             self.cond.notify_all()
 
 
-def connected_socket(
-    peer: ReceiptPeer, *, linger_s: float = 0.0, coalesce_s: float = 0.0
-) -> tuple[StompSocket, Answers]:
-    """A threaded driver connected to ``peer``, with the reader's pause and send coalescing as given (beyond the
+def connected_socket(peer: ReceiptPeer, *, coalesce_s: float = 0.0) -> tuple[StompSocket, Answers]:
+    """A threaded driver connected to ``peer``, holding frames for coalescing as long as given (beyond the
     URL's 10 ms ceiling when a test needs a time that cannot pass unnoticed)."""
     answers = Answers()
     settings = DriverSettings(
@@ -132,7 +130,6 @@ def connected_socket(
         connect_timeout_s=10.0,
         write_timeout_s=10.0,
         receipt_prefix="l-",
-        linger_s=linger_s,
         coalesce_s=coalesce_s,
     )
     sock = StompSocket(settings, on_event=answers.on_event, on_closed=answers.on_closed)
