@@ -206,7 +206,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
         recorded: list[str] = []
         try:
             self._connection.write(
-                self._prepare(frame), receipt=True, on_sent=self._recorder(pending, recorded)
+                self._prepare(frame), receipt=True, on_sent=self._recorder(pending, recorded), coalesce=True
             )
         except Exception as exc:
             error = self._lost_writing(frame, exc)

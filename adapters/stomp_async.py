@@ -9,6 +9,10 @@ the threaded driver's rules, the asyncio way:
   coroutines never interleave; :meth:`AsyncStompConnection.send` then waits for the transport's buffer to
   drain, with a deadline for the frame (``write_timeout_s``): a broker that stops reading makes it fail
   (:class:`~jmslike.adapters.stomp_socket.WriteStalled`) and the connection is dropped;
+- a frame handed over without waiting (:meth:`AsyncStompConnection.write` with ``coalesce``) while the broker
+  owes a receipt for a frame already written joins a batch written at the end of the loop's turn (or by the
+  next write of any other frame, in front of it): the threaded driver's rule, :func:`may_coalesce`, with the
+  loop's turn for the hold, since nothing else runs on the loop while a coroutine sends without awaiting;
 - ``on_event`` gets every protocol event on the loop, in order; it must not block (it is a plain function);
 - the connection ends once, and ``on_closed(reason, unanswered)`` says so: ``reason`` is why jmslike dropped
   it (a protocol violation, a silent broker, a stalled write), None when jmslike did not decide it.
@@ -42,6 +46,7 @@ from jmslike.adapters.stomp_socket import (
     bound_socket_in_time,
     bytes_acked,
     log_end,
+    may_coalesce,
 )
 from jmslike.contract import Frame
 
@@ -78,6 +83,11 @@ class AsyncStompConnection:
         self._stall_watch: asyncio.TimerHandle | None = None
         # Bytes handed to the transport, ever: less what it still buffers, what the broker took.
         self._written = 0
+        self._coalesce = settings.coalesce_s > 0
+        self._batch: list[bytes] = []  # coalesced frames, written at the end of the loop's turn
+        self._batch_bytes = 0
+        self._batch_receipts = 0  # due, but the broker cannot have seen them
+        self._flush_scheduled = False
         self._ended = False
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
@@ -165,19 +175,55 @@ class AsyncStompConnection:
         await self._drain(self._write_timeout_s)
 
     def write(
-        self, frame: Frame, *, receipt: bool = False, on_sent: Callable[[Receipt], None] | None = None
+        self,
+        frame: Frame,
+        *,
+        receipt: bool = False,
+        on_sent: Callable[[Receipt], None] | None = None,
+        coalesce: bool = False,
     ) -> None:
         """Hand ``frame`` to the transport now, without waiting for it to drain: for small frames that must not
         be split from what a coroutine does next by a cancellation point (an ACK of a message being returned).
-        The next :meth:`send` drains them under its deadline. Raises SocketClosed."""
+        The next :meth:`send` drains them under its deadline. Raises SocketClosed.
+
+        ``coalesce`` (an unwaited send): the frame may join a batch handed over at the end of the loop's turn
+        (:func:`may_coalesce`; ``send_coalesce_us=0`` switches it off)."""
         writer = self._writer
         if writer is None or self._ended or self._protocol.state != "connected":
             raise SocketClosed()
         loop = asyncio.get_running_loop()
+        due_written = self._protocol.receipts_due - self._batch_receipts
         data, pending = self._protocol.send(frame, loop.time(), receipt=receipt)
         if pending is not None and on_sent is not None:
             on_sent(pending)
+        if self._coalesce and may_coalesce(
+            coalesce=coalesce and pending is not None,
+            due_written=due_written,
+            buffered_bytes=self._batch_bytes,
+            frame_bytes=len(data),
+            batch_age_s=0.0,  # written at the end of this turn of the loop, before any hold could pass
+            hold_s=1.0,
+        ):
+            self._batch.append(data)
+            self._batch_bytes += len(data)
+            self._batch_receipts += 1
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                loop.call_soon(self._flush_batch)
+            return
         self._put(writer, data)  # no await since encoding: frames never interleave
+        self._watch_if_backed_up(writer, loop)
+
+    def _flush_batch(self) -> None:
+        """The end of the loop's turn: hand the batch to the transport (unless a write took it already)."""
+        self._flush_scheduled = False
+        writer = self._writer
+        if not self._batch or writer is None or self._ended:
+            return
+        self._put(writer, b"")
+        self._watch_if_backed_up(writer, asyncio.get_running_loop())
+
+    def _watch_if_backed_up(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
         if self._stall_watch is None and self._backed_up(writer):
             # Nobody may await these bytes (an ACK from write()): watch that the broker keeps taking them.
             self._stall_watch = loop.call_later(
@@ -198,7 +244,12 @@ class AsyncStompConnection:
 
     def _put(self, writer: asyncio.StreamWriter, data: bytes) -> None:
         """Every write goes through here, so that bytes taken can be known where the kernel does not say
-        (:meth:`_progress`)."""
+        (:meth:`_progress`), and behind the batch of coalesced frames, so that frames keep their order."""
+        if self._batch:
+            self._batch.append(data)
+            data = b"".join(self._batch)
+            self._batch.clear()
+            self._batch_bytes = self._batch_receipts = 0
         writer.write(data)
         self._written += len(data)
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from receipt_peer import ReceiptPeer
 
 from jmslike.adapters.stomp_async import AsyncStompConnection
 from jmslike.adapters.stomp_core import (
@@ -476,3 +477,80 @@ def test_unwaited_sends_to_a_broker_that_stops_reading_fail_within_the_write_dea
     assert sent < 1_000, (
         f"{sent} sends of 64 KiB buffered for a broker that reads nothing"
     )  # 61 when measured
+
+
+def _coalescing(port: int, recorder: Recorder) -> AsyncStompConnection:
+    settings = DriverSettings(
+        host=("127.0.0.1", port),
+        version="1.1",
+        heartbeat_ms=0,
+        max_frame_bytes=1024 * 1024,
+        max_header_bytes=64 * 1024,
+        context=None,
+        connect_timeout_s=10.0,
+        write_timeout_s=10.0,
+        receipt_prefix="a-",
+        coalesce_s=0.001,
+    )
+    return AsyncStompConnection(settings, on_event=recorder.on_event, on_closed=recorder.on_closed)
+
+
+def _send_frame(body: bytes, **extra: str) -> Frame:
+    return Frame("SEND", {"destination": "/queue/c", **extra}, body)
+
+
+def test_unwaited_sends_in_one_turn_of_the_loop_are_written_together_in_order() -> None:
+    """Send coalescing, the asyncio way: frames handed over without waiting while a receipt is due are written
+    at the end of the loop's turn, as one write, behind any frame written at once in between."""
+    peer = ReceiptPeer()
+
+    async def scenario() -> None:
+        recorder = Recorder()
+        connection = _coalescing(peer.port, recorder)
+        await connection.connect("localhost", {"accept-version": "1.1"})
+        await recorder.first(Connected)
+        connection.write(_send_frame(b"first", **{"x-hold": "1"}), receipt=True, coalesce=True)
+        for n in range(3):
+            connection.write(_send_frame(f"m{n}".encode()), receipt=True, coalesce=True)
+        connection.write(_send_frame(b"direct"), receipt=True)  # an ACK, a synchronous send
+        for n in range(3, 6):
+            connection.write(_send_frame(f"m{n}".encode()), receipt=True, coalesce=True)
+        await asyncio.to_thread(peer.wait_for, 8)
+        await connection.disconnect(DEADLINE_S)
+
+    try:
+        asyncio.run(scenario())
+        arrived = peer.wait_for(8)
+        assert [a.body for a in arrived] == [b"first", b"m0", b"m1", b"m2", b"direct", b"m3", b"m4", b"m5"]
+        assert arrived[0].read != arrived[1].read  # nothing was due for the first: written at once
+        assert len({a.read for a in arrived[1:5]}) == 1, "the held frames did not go with the direct one"
+        assert len({a.read for a in arrived[5:]}) == 1, "the frames of the turn's end came in several writes"
+    finally:
+        peer.stop()
+
+
+def test_disconnect_writes_the_batch_before_it() -> None:
+    peer = ReceiptPeer()
+
+    async def scenario() -> None:
+        recorder = Recorder()
+        connection = _coalescing(peer.port, recorder)
+        await connection.connect("localhost", {"accept-version": "1.1"})
+        await recorder.first(Connected)
+        connection.write(_send_frame(b"first", **{"x-hold": "1"}), receipt=True, coalesce=True)
+        for n in range(3):
+            connection.write(_send_frame(f"m{n}".encode()), receipt=True, coalesce=True)
+        await connection.disconnect(DEADLINE_S)
+
+    try:
+        asyncio.run(scenario())
+        commands = [(a.command, a.body) for a in peer.arrivals if a.command != "CONNECT"]
+        assert commands == [
+            ("SEND", b"first"),
+            ("SEND", b"m0"),
+            ("SEND", b"m1"),
+            ("SEND", b"m2"),
+            ("DISCONNECT", b""),
+        ]
+    finally:
+        peer.stop()
