@@ -224,7 +224,8 @@ class DriverSettings:
     write_timeout_s: float
     receipt_prefix: str
     #: How long the threaded driver may hold a frame sent without waiting, to write it with the frames that follow
-    #: (:func:`may_coalesce`); 0 = write every frame at once. The asyncio driver writes each frame at once.
+    #: (:func:`may_coalesce`); 0 = write every frame at once. The asyncio driver holds such frames to the end of
+    #: the loop's turn instead, when this is not 0.
     coalesce_s: float = 0.0
 
     @classmethod

@@ -67,7 +67,8 @@ class ConnectionConfig:
     send_window: int = 256
     send_window_bytes: int = 1024 * 1024
     force_sync_send: bool = False
-    #: How long the threaded API may hold a frame sent without waiting, to write it with those after it (µs; 0 = off).
+    #: How long the threaded API may hold a frame sent without waiting, to write it with those after it (µs;
+    #: jmslike.aio holds it to the end of the loop's turn; 0 = off in both).
     send_coalesce_us: int = 1000
     reconnect: bool = False
     reconnect_attempts: int = 10
@@ -176,8 +177,8 @@ QUERY_KEYS: dict[str, tuple[str, object, str]] = {
     "send_coalesce_us": (
         "send_coalesce_us",
         _coalesce_us,
-        "threaded API: how long an unwaited send may be held to be written with the ones after it "
-        "(0 = write each at once)",
+        "how long the threaded API may hold an unwaited send to write it with the ones after it (jmslike.aio: "
+        "until the end of the loop's turn); 0 = write each at once",
     ),
     "reconnect": ("reconnect", parse_bool, "reconnect and re-subscribe after a lost connection"),
     "reconnect_attempts": ("reconnect_attempts", parse_count, "attempts before giving up"),
