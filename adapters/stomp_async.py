@@ -202,6 +202,7 @@ class AsyncStompConnection:
             buffered_bytes=self._batch_bytes,
             frame_bytes=len(data),
             batch_age_s=0.0,  # written at the end of this turn of the loop, before any hold could pass
+            since_write_s=0.0,
             hold_s=1.0,
         ):
             self._batch.append(data)

@@ -35,6 +35,7 @@ How the threads share one socket:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import select
@@ -43,9 +44,10 @@ import ssl
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from jmslike.adapters.stomp_core import (
     SILENCE_TOLERANCE,
@@ -277,6 +279,7 @@ def may_coalesce(
     buffered_bytes: int,
     frame_bytes: int,
     batch_age_s: float,
+    since_write_s: float,
     hold_s: float,
 ) -> bool:
     """Whether a frame may wait in the send batch rather than be written now (``send_coalesce_us``).
@@ -285,18 +288,24 @@ def may_coalesce(
     to the reader that wakes for the answer -- and frames written together cost one. Against a null peer this took
     a NON_PERSISTENT send from 38 to 26 µs of client CPU, below raw stomp.py's 30 (docs/performance.md).
 
-    Only a frame whose sender does not wait for it (``coalesce``: an unwaited send), and only while the broker owes
-    a receipt for a frame already written (``due_written``): the broker is busy with that one, so this one joins
-    the next batch, and an application sending now and then has every frame written at once. The batch is bounded
-    in bytes (:data:`COALESCE_BYTES`) and in age: once its first frame has waited ``hold_s``, the next send writes
-    it. The flusher thread writes a batch nobody adds to; it needs the GIL for that, which a thread busy in Python
+    Only a frame whose sender does not wait for it (``coalesce``: an unwaited send), and only while the application
+    streams: the broker owes a receipt for a frame already written (``due_written``), and a frame was written
+    less than ``hold_s`` ago or a batch is open. An application sending now and then has every frame written at
+    once, even when a receipt stays due for good (a receipt timed out, a RabbitMQ transaction rolled back before
+    its sends were answered). The batch is bounded in bytes (:data:`COALESCE_BYTES`) and in age: once its first
+    frame has waited ``hold_s``, the next send writes it. The flusher thread writes a batch nobody adds to; it needs the GIL for that, which a thread busy in Python
     gives up only every switch interval (5 ms), so the age bound is kept by the sender itself."""
     return (
         coalesce
         and due_written > 0
+        and (buffered_bytes > 0 or since_write_s < hold_s)
         and buffered_bytes + frame_bytes <= COALESCE_BYTES
         and batch_age_s < hold_s
     )
+
+
+#: How long, at interpreter exit, writing what a connection holds may take (``StompSocket._write_batches_at_exit``).
+_EXIT_WRITE_S: Final = 1.0
 
 
 class StompSocket:
@@ -308,6 +317,9 @@ class StompSocket:
     broker closed or reset the stream, answered DISCONNECT, or :meth:`abort` was called without a reason). ``on_sent(receipt)`` is called under the write lock, before the frame's bytes
     are written, so the owner has recorded a receipt before its answer can arrive.
     """
+
+    #: Sockets whose flusher started: what they hold is written at interpreter exit.
+    _batching: ClassVar[weakref.WeakSet[StompSocket]] = weakref.WeakSet()
 
     def __init__(
         self,
@@ -341,6 +353,9 @@ class StompSocket:
         self._batch: list[bytes] = []  # coalesced frames not yet written (under _write_lock)
         self._batch_bytes = 0
         self._batch_since = 0.0  # when the first frame of the batch was held
+        self._last_write = (
+            0.0  # when frames were last written (a stream coalesces, an occasional send does not)
+        )
         self._batch_receipts = 0  # of which frames with a receipt: due, but the broker cannot have seen them
         self._flush_wake = threading.Event()  # frames are held: the flusher starts its wait
         self._flush_now = threading.Event()  # a caller waits for an answer: the flusher writes at once
@@ -441,17 +456,23 @@ class StompSocket:
                 data, pending = self._protocol.send(frame, now, receipt=receipt)
                 if pending is not None and on_sent is not None:
                     on_sent(pending)
-            if self._coalesce_s and may_coalesce(
-                coalesce=coalesce and pending is not None,
-                due_written=due_written,
-                buffered_bytes=self._batch_bytes,
-                frame_bytes=len(data),
-                batch_age_s=now - self._batch_since if self._batch else 0.0,
-                hold_s=self._coalesce_s,
+            if (
+                self._coalesce_s
+                and may_coalesce(
+                    coalesce=coalesce and pending is not None,
+                    due_written=due_written,
+                    buffered_bytes=self._batch_bytes,
+                    frame_bytes=len(data),
+                    batch_age_s=now - self._batch_since if self._batch else 0.0,
+                    since_write_s=now - self._last_write,
+                    hold_s=self._coalesce_s,
+                )
+                and self._flusher_started()
             ):
                 self._add_to_batch(data, now)
                 return
             self._write_all(self._with_batch(data), self._write_timeout_s)
+            self._last_write = now
 
     def _add_to_batch(self, data: bytes, now: float) -> None:
         """Keep a coalesced frame for the flusher (the caller holds the write lock)."""
@@ -462,14 +483,39 @@ class StompSocket:
         self._batch_bytes += len(data)
         self._batch_receipts += 1
         if first:
-            if self._flusher is None:
-                self._flusher = threading.Thread(
-                    target=self._flush_loop,
-                    name=f"jmslike-flush-{self._host[0]}:{self._host[1]}",
-                    daemon=True,
-                )
-                self._flusher.start()
             self._flush_wake.set()
+
+    def _flusher_started(self) -> bool:
+        """The flusher thread runs (started on first need); False when no thread can start (the interpreter is
+        shutting down, or out of threads), and then nothing may be held: the frame is written at once."""
+        if self._flusher is None:
+            flusher = threading.Thread(
+                target=self._flush_loop, name=f"jmslike-flush-{self._host[0]}:{self._host[1]}", daemon=True
+            )
+            try:
+                flusher.start()
+            except RuntimeError:
+                return False
+            self._flusher = flusher
+            StompSocket._batching.add(self)
+        return True
+
+    @classmethod
+    def _write_batches_at_exit(cls) -> None:
+        """``atexit``: write what is held. The flusher is a daemon thread (a connection nobody closes must not
+        keep the process alive), frozen when the interpreter ends; a send that returned must not be lost with
+        it when the process exits without closing the connection (before coalescing the kernel had its bytes)."""
+        for sock in list(cls._batching):
+            if not sock._write_lock.acquire(timeout=_EXIT_WRITE_S):
+                continue
+            try:
+                data = sock._with_batch(b"")
+                if data:
+                    sock._write_all(data, _EXIT_WRITE_S)
+            except (SocketClosed, WriteStalled):
+                pass
+            finally:
+                sock._write_lock.release()
 
     def _with_batch(self, data: bytes) -> bytes:
         """``data`` behind the frames held so far, which are then no longer held (the caller holds the write
@@ -490,20 +536,25 @@ class StompSocket:
             if self._stop.is_set():
                 return
             self._flush_now.wait(self._coalesce_s)
-            stalled = False
             with self._write_lock:
                 self._flush_wake.clear()  # under the lock: a frame held after this wakes the loop again
                 self._flush_now.clear()
                 data = self._with_batch(b"")
+                reason: str | None = None
                 try:
                     if data:
                         self._write_all(data, self._write_timeout_s)
+                        self._last_write = time.monotonic()
                 except SocketClosed:
-                    return  # the reader reports the end
+                    reason = "the socket failed while writing held frames"
                 except WriteStalled:
-                    stalled = True
-            if stalled:  # outside the write lock: ending the connection takes it to close the socket
-                self.abort(f"could not write within {self._write_timeout_s:.1f}s: the broker stopped reading")
+                    reason = (
+                        f"could not write within {self._write_timeout_s:.1f}s: the broker stopped reading"
+                    )
+            # Outside the write lock, which ending the connection takes to close the socket. A closed socket ends
+            # it too: the reader may not have noticed yet (TLS), as in StompWire._write.
+            if reason is not None:
+                self.abort(reason)
                 return
 
     def _write_all(self, data: bytes, timeout_s: float) -> None:
@@ -772,3 +823,6 @@ class StompSocket:
         finally:
             if locked:
                 self._write_lock.release()
+
+
+atexit.register(StompSocket._write_batches_at_exit)

@@ -2,7 +2,8 @@
 involved, because what is tested is when the client reads and writes, not what a broker does with the frames.
 
 The peer is a few lines of socket code that answers CONNECT and every ``receipt`` header at once, except that it
-holds back the receipt of a frame with an ``x-hold`` header until a frame with ``x-release`` comes: a receipt
+holds back the receipt of a frame with an ``x-hold`` header (or a body starting with ``HOLD``, for frames sent
+through the JMS API) until a frame with ``x-release`` comes: a receipt
 that stays due, as one does while a stream of sends is under way. It records every frame with the read that
 brought it, so a test can tell which frames were written together and when they arrived.
 """
@@ -70,7 +71,7 @@ class ReceiptPeer:
                     if receipt is None:
                         continue
                     answer = b"RECEIPT\nreceipt-id:" + receipt.group(1) + b"\n\n\x00"
-                    if b"\nx-hold:" in frame:
+                    if b"\nx-hold:" in frame or body.startswith(b"HOLD"):
                         held.append(answer)
                         continue
                     if b"\nx-release:" in frame:

@@ -9,6 +9,9 @@ The hold times here are far beyond the URL's 10 ms ceiling, so a frame held when
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -16,7 +19,7 @@ import pytest
 from receipt_peer import DEADLINE_S, ReceiptPeer, connected_socket
 
 from jmslike import ConnectionFactory, DeliveryMode, Session
-from jmslike.adapters.stomp_socket import COALESCE_BYTES, StompSocket
+from jmslike.adapters.stomp_socket import COALESCE_BYTES, SocketClosed, StompSocket
 from jmslike.contract import Frame
 
 HOLD_S = 2.0
@@ -162,3 +165,81 @@ def test_a_send_blocked_on_its_window_does_not_arm_quick_acks(
     _send_non_persistent(url, 500, before=arms.clear)
     armed_while_pipelining = len(arms)
     assert armed_while_pipelining == 0
+
+
+def test_held_sends_are_written_when_the_process_exits_without_closing(peer: ReceiptPeer) -> None:
+    """A send that returned must reach the broker even if the application exits without closing its connection,
+    as it did when every frame went to the kernel at once: the flusher is a daemon thread, frozen at exit, so
+    what is held is written by an ``atexit`` hook (review of 3cc94e8: 1 of 3 frames arrived, 3 of 3 runs)."""
+    script = f"""
+from jmslike import ConnectionFactory, DeliveryMode, Session
+url = "activemq://127.0.0.1:{peer.port}?send_coalesce_us=10000&heartbeat_ms=0"
+connection = ConnectionFactory(url).createConnection("user", "password")
+session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+producer = session.createProducer(session.createQueue("exit"))
+producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+for body in ("HOLD m0", "m1", "m2"):  # the peer never answers the first: the others are held
+    producer.send(session.createTextMessage(body))
+"""  # and exits, the connection open
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE_S)
+    assert done.returncode == 0, done.stderr
+    assert [a.body for a in peer.wait_for(3)] == [b"HOLD m0", b"m1", b"m2"]
+
+
+def test_an_occasional_send_is_written_at_once_though_a_receipt_stays_due(peer: ReceiptPeer) -> None:
+    """A receipt that will never come (timed out, or a RabbitMQ send rolled back before it was answered) must not
+    make every later unwaited send wait out the hold: only a stream coalesces (review of 3cc94e8)."""
+    sock, _ = connected_socket(peer, coalesce_s=1.0)
+    try:
+        _send(sock, b"never answered", **{"x-hold": "1"})
+        peer.wait_for(1)
+        time.sleep(1.2)  # the application's pace: one send now and then, more than a hold apart
+        handed = _send(sock, b"occasional")
+        waited = peer.wait_for(2)[1].at - handed
+        assert waited < 0.5, f"an occasional send waited {waited:.2f} s"
+    finally:
+        sock.abort()
+
+
+def test_with_no_thread_to_flush_a_send_is_written_at_once(
+    peer: ReceiptPeer, held: StompSocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At interpreter shutdown (Python 3.12) or out of threads, the flusher cannot start: the send must neither
+    raise nor be held with nobody to write it (review of 3cc94e8: the call raised RuntimeError, and the frame
+    was still sent later)."""
+    real_start = threading.Thread.start
+
+    def start(thread: threading.Thread) -> None:
+        if thread.name.startswith("jmslike-flush"):
+            raise RuntimeError("can't create new thread at interpreter shutdown")
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    handed = _send(held, b"m0")
+    assert peer.wait_for(2)[1].at - handed < HOLD_S / 2
+
+
+def test_a_flusher_whose_socket_fails_ends_the_connection(
+    peer: ReceiptPeer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed write of held frames ends the connection (the owners of those frames hear of it), as a failed
+    write on a caller's thread does; the flusher does not just stop (review of 3cc94e8)."""
+    sock, answers = connected_socket(peer, coalesce_s=0.05)
+    real_write_all = StompSocket._write_all
+
+    def write_all(self: StompSocket, data: bytes, timeout_s: float) -> None:
+        if threading.current_thread().name.startswith("jmslike-flush"):
+            raise SocketClosed("injected")
+        real_write_all(self, data, timeout_s)
+
+    monkeypatch.setattr(StompSocket, "_write_all", write_all)
+    try:
+        _send(sock, b"first", **{"x-hold": "1"})
+        _send(sock, b"held")
+        with answers.cond:
+            assert answers.cond.wait_for(lambda: answers.closed is not None, DEADLINE_S), (
+                "the connection lived on"
+            )
+        assert "held frames" in (answers.closed or "")
+    finally:
+        sock.abort()
