@@ -318,8 +318,10 @@ class StompSocket:
     are written, so the owner has recorded a receipt before its answer can arrive.
     """
 
-    #: Sockets whose flusher started: what they hold is written at interpreter exit.
+    #: Sockets whose flusher started: what they hold is written at interpreter exit (registered with the first).
     _batching: ClassVar[weakref.WeakSet[StompSocket]] = weakref.WeakSet()
+    _batching_lock: ClassVar[threading.Lock] = threading.Lock()
+    _exit_hook_registered: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -497,7 +499,11 @@ class StompSocket:
             except RuntimeError:
                 return False
             self._flusher = flusher
-            StompSocket._batching.add(self)
+            with StompSocket._batching_lock:
+                if not StompSocket._exit_hook_registered:
+                    atexit.register(StompSocket._write_batches_at_exit)
+                    StompSocket._exit_hook_registered = True
+                StompSocket._batching.add(self)
         return True
 
     @classmethod
@@ -505,7 +511,9 @@ class StompSocket:
         """``atexit``: write what is held. The flusher is a daemon thread (a connection nobody closes must not
         keep the process alive), frozen when the interpreter ends; a send that returned must not be lost with
         it when the process exits without closing the connection (before coalescing the kernel had its bytes)."""
-        for sock in list(cls._batching):
+        with cls._batching_lock:
+            sockets = list(cls._batching)
+        for sock in sockets:
             if not sock._write_lock.acquire(timeout=_EXIT_WRITE_S):
                 continue
             try:
@@ -823,6 +831,3 @@ class StompSocket:
         finally:
             if locked:
                 self._write_lock.release()
-
-
-atexit.register(StompSocket._write_batches_at_exit)
