@@ -614,6 +614,9 @@ class BytesMessage(_StreamedMessage):
 
     def writeBytes(self, value: bytes, offset: int = 0, length: int | None = None) -> None:
         self._check_body_writable()
+        if offset == 0 and length is None and isinstance(value, bytes | bytearray):
+            self._buffer += value  # the whole of it: nothing to check (the common call, on every send)
+            return
         self._buffer += _byte_slice(value, offset, length, "writeBytes value")
 
     def writeObject(self, value: object) -> None:
