@@ -21,6 +21,16 @@ from jmslike.adapters.stomp_socket import DriverSettings, StompSocket
 
 DEADLINE_S = 30.0
 
+#: What a peer reads when a frame whose receipt it holds back, three frames held behind it, then DISCONNECT
+#: were sent: DISCONNECT comes after what was held.
+HELD_THEN_DISCONNECT = [
+    ("SEND", b"first"),
+    ("SEND", b"m0"),
+    ("SEND", b"m1"),
+    ("SEND", b"m2"),
+    ("DISCONNECT", b""),
+]
+
 
 @dataclasses.dataclass(frozen=True)
 class Arrival:
@@ -89,6 +99,11 @@ class ReceiptPeer:
             ), f"only {[a.command for a in self.arrivals]} arrived"
             return [a for a in self.arrivals if a.command == command][:count]
 
+    def frames_after_connect(self) -> list[tuple[str, bytes]]:
+        """Every frame but CONNECT, as (command, body), in the order read."""
+        with self.cond:
+            return [(a.command, a.body) for a in self.arrivals if a.command != "CONNECT"]
+
     def stop(self) -> None:
         self.listener.close()
         self.thread.join(DEADLINE_S)
@@ -117,12 +132,10 @@ class Answers:
             self.cond.notify_all()
 
 
-def connected_socket(peer: ReceiptPeer, *, coalesce_s: float = 0.0) -> tuple[StompSocket, Answers]:
-    """A threaded driver connected to ``peer``, holding frames for coalescing as long as given (beyond the
-    URL's 10 ms ceiling when a test needs a time that cannot pass unnoticed)."""
-    answers = Answers()
-    settings = DriverSettings(
-        host=("127.0.0.1", peer.port),
+def driver_settings(port: int, *, coalesce_s: float = 0.0, receipt_prefix: str = "l-") -> DriverSettings:
+    """Settings for either driver against a peer on ``port``: STOMP 1.1, no heart-beats, the given hold."""
+    return DriverSettings(
+        host=("127.0.0.1", port),
         version="1.1",
         heartbeat_ms=0,
         max_frame_bytes=1024 * 1024,
@@ -130,10 +143,20 @@ def connected_socket(peer: ReceiptPeer, *, coalesce_s: float = 0.0) -> tuple[Sto
         context=None,
         connect_timeout_s=10.0,
         write_timeout_s=10.0,
-        receipt_prefix="l-",
+        receipt_prefix=receipt_prefix,
         coalesce_s=coalesce_s,
     )
-    sock = StompSocket(settings, on_event=answers.on_event, on_closed=answers.on_closed)
+
+
+def connected_socket(peer: ReceiptPeer, *, coalesce_s: float = 0.0) -> tuple[StompSocket, Answers]:
+    """A threaded driver connected to ``peer``, holding frames for coalescing as long as given (beyond the
+    URL's 10 ms ceiling when a test needs a time that cannot pass unnoticed)."""
+    answers = Answers()
+    sock = StompSocket(
+        driver_settings(peer.port, coalesce_s=coalesce_s),
+        on_event=answers.on_event,
+        on_closed=answers.on_closed,
+    )
     sock.connect("localhost", {"accept-version": "1.1"})
     with answers.cond:
         assert answers.cond.wait_for(lambda: answers.connected or answers.closed, DEADLINE_S)
