@@ -198,7 +198,8 @@ class AsyncStompWire(WireBase[AsyncPending]):
         """:meth:`submit` with no await, so a cancelled caller cannot come between the frame and its
         bookkeeping and no task is needed to shield it. Only while the transport is below its high-water mark:
         otherwise None, nothing written, and the caller awaits :meth:`submit`, which drains under the write
-        deadline. So what is buffered this way stays within one frame of what an awaited write allows."""
+        deadline. So what is buffered this way stays within one frame, and one batch of coalesced frames (64
+        KiB, :func:`~jmslike.adapters.stomp_socket.may_coalesce`), of what an awaited write allows."""
         self._check_usable(frame)
         if not self._connection.takes_without_waiting:
             return None
@@ -322,7 +323,8 @@ class BlockingView:
         return view
 
     def awaiting_answers(self) -> contextlib.nullcontext[None]:
-        """The asyncio driver reads on its loop and never pauses: nothing to end."""
+        """Nothing to do: the asyncio driver holds frames only to the end of the loop's turn, which a waiting
+        caller's await reaches."""
         return contextlib.nullcontext()
 
     def close(self, timeout_s: float = 5.0) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import os
 import select
 import socket
 import ssl
@@ -286,7 +287,7 @@ def may_coalesce(
 
     Why: the socket write is the dearest step of an unwaited send in Python -- the system call, and the GIL handed
     to the reader that wakes for the answer -- and frames written together cost one. Against a null peer this took
-    a NON_PERSISTENT send from 38 to 26 µs of client CPU, below raw stomp.py's 30 (docs/performance.md).
+    a NON_PERSISTENT send from 44 to 24 µs of client CPU, below raw stomp.py's 32 (docs/performance.md).
 
     Only a frame whose sender does not wait for it (``coalesce``: an unwaited send), and only while the application
     streams: the broker owes a receipt for a frame already written (``due_written``), and a frame was written
@@ -355,9 +356,8 @@ class StompSocket:
         self._batch: list[bytes] = []  # coalesced frames not yet written (under _write_lock)
         self._batch_bytes = 0
         self._batch_since = 0.0  # when the first frame of the batch was held
-        self._last_write = (
-            0.0  # when frames were last written (a stream coalesces, an occasional send does not)
-        )
+        #: When frames were last written: a stream coalesces, an occasional send does not.
+        self._last_write = 0.0
         self._batch_receipts = 0  # of which frames with a receipt: due, but the broker cannot have seen them
         self._flush_wake = threading.Event()  # frames are held: the flusher starts its wait
         self._flush_now = threading.Event()  # a caller waits for an answer: the flusher writes at once
@@ -502,6 +502,8 @@ class StompSocket:
             with StompSocket._batching_lock:
                 if not StompSocket._exit_hook_registered:
                     atexit.register(StompSocket._write_batches_at_exit)
+                    if hasattr(os, "register_at_fork"):  # POSIX
+                        os.register_at_fork(after_in_child=StompSocket._forget_batches_in_fork_child)
                     StompSocket._exit_hook_registered = True
                 StompSocket._batching.add(self)
         return True
@@ -525,6 +527,13 @@ class StompSocket:
             finally:
                 sock._write_lock.release()
 
+    @classmethod
+    def _forget_batches_in_fork_child(cls) -> None:
+        """``os.register_at_fork``: a forked child shares its parent's sockets, but what they hold is the parent's
+        to write (a child writing it at its own exit sent those frames twice: second review of the exit hook)."""
+        cls._batching = weakref.WeakSet()
+        cls._batching_lock = threading.Lock()  # another thread of the parent may have held it at the fork
+
     def _with_batch(self, data: bytes) -> bytes:
         """``data`` behind the frames held so far, which are then no longer held (the caller holds the write
         lock and writes the result)."""
@@ -545,23 +554,26 @@ class StompSocket:
                 return
             self._flush_now.wait(self._coalesce_s)
             with self._write_lock:
+                if self._stop.is_set():  # ended during the wait: clearing would lose _shutdown's wake-up
+                    return
                 self._flush_wake.clear()  # under the lock: a frame held after this wakes the loop again
                 self._flush_now.clear()
                 data = self._with_batch(b"")
-                reason: str | None = None
+                end, reason = False, None  # reason None: the end is not jmslike's decision
                 try:
                     if data:
                         self._write_all(data, self._write_timeout_s)
                         self._last_write = time.monotonic()
-                except SocketClosed:
-                    reason = "the socket failed while writing held frames"
+                except SocketClosed:  # as StompWire._write reports it: no reason
+                    end = True
                 except WriteStalled:
+                    end = True
                     reason = (
                         f"could not write within {self._write_timeout_s:.1f}s: the broker stopped reading"
                     )
             # Outside the write lock, which ending the connection takes to close the socket. A closed socket ends
             # it too: the reader may not have noticed yet (TLS), as in StompWire._write.
-            if reason is not None:
+            if end:
                 self.abort(reason)
                 return
 

@@ -257,7 +257,7 @@ class StompWire(WireBase[_Pending]):
         return pending
 
     def awaiting_answers(self) -> _Waiting:
-        """A caller blocks until earlier submits are answered (Wire.awaiting_answers): the reader does not pause."""
+        """A caller blocks until earlier submits are answered (Wire.awaiting_answers): what is held is written now."""
         return self._waiting
 
     def post(self, frame: Frame) -> None:
