@@ -39,6 +39,7 @@ from jmslike.adapters.stomp_core import (
 )
 from jmslike.adapters.stomp_socket import (
     DriverSettings,
+    SendBatch,
     SocketClosed,
     SocketConnectError,
     TLSConnectError,
@@ -84,9 +85,7 @@ class AsyncStompConnection:
         # Bytes handed to the transport, ever: less what it still buffers, what the broker took.
         self._written = 0
         self._coalesce = settings.coalesce_s > 0
-        self._batch: list[bytes] = []  # coalesced frames, written at the end of the loop's turn
-        self._batch_bytes = 0
-        self._batch_receipts = 0  # due, but the broker cannot have seen them
+        self._batch = SendBatch()  # coalesced frames, written at the end of the loop's turn
         self._flush_scheduled = False
         self._ended = False
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
@@ -192,22 +191,20 @@ class AsyncStompConnection:
         if writer is None or self._ended or self._protocol.state != "connected":
             raise SocketClosed()
         loop = asyncio.get_running_loop()
-        due_written = self._protocol.receipts_due - self._batch_receipts
+        due_written = self._protocol.receipts_due - len(self._batch)
         data, pending = self._protocol.send(frame, loop.time(), receipt=receipt)
         if pending is not None and on_sent is not None:
             on_sent(pending)
         if self._coalesce and may_coalesce(
             coalesce=coalesce and pending is not None,
             due_written=due_written,
-            buffered_bytes=self._batch_bytes,
+            buffered_bytes=self._batch.bytes,
             frame_bytes=len(data),
             batch_age_s=0.0,  # written at the end of this turn of the loop, before any hold could pass
             since_write_s=0.0,
             hold_s=1.0,
         ):
-            self._batch.append(data)
-            self._batch_bytes += len(data)
-            self._batch_receipts += 1
+            self._batch.add(data, 0.0)
             if not self._flush_scheduled:
                 self._flush_scheduled = True
                 loop.call_soon(self._flush_batch)
@@ -246,11 +243,7 @@ class AsyncStompConnection:
     def _put(self, writer: asyncio.StreamWriter, data: bytes) -> None:
         """Every write goes through here, so that bytes taken can be known where the kernel does not say
         (:meth:`_progress`), and behind the batch of coalesced frames, so that frames keep their order."""
-        if self._batch:
-            self._batch.append(data)
-            data = b"".join(self._batch)
-            self._batch.clear()
-            self._batch_bytes = self._batch_receipts = 0
+        data = self._batch.before(data)
         writer.write(data)
         self._written += len(data)
 

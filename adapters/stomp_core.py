@@ -230,11 +230,6 @@ class StompProtocol:
         return self._written(encode_frame(frame.command, headers, frame.body, self.version), now), pending
 
     @property
-    def awaiting_receipts(self) -> bool:
-        """Some frame sent with a receipt has not been answered yet."""
-        return bool(self._pending)
-
-    @property
     def receipts_due(self) -> int:
         """How many frames sent with a receipt have not been answered yet."""
         return len(self._pending)

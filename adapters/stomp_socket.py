@@ -294,8 +294,9 @@ def may_coalesce(
     less than ``hold_s`` ago or a batch is open. An application sending now and then has every frame written at
     once, even when a receipt stays due for good (a receipt timed out, a RabbitMQ transaction rolled back before
     its sends were answered). The batch is bounded in bytes (:data:`COALESCE_BYTES`) and in age: once its first
-    frame has waited ``hold_s``, the next send writes it. The flusher thread writes a batch nobody adds to; it needs the GIL for that, which a thread busy in Python
-    gives up only every switch interval (5 ms), so the age bound is kept by the sender itself."""
+    frame has waited ``hold_s``, the next send writes it. The flusher thread writes a batch nobody adds to; it
+    needs the GIL for that, which a thread busy in Python gives up only every switch interval (5 ms), so the age
+    bound is kept by the sender itself."""
     return (
         coalesce
         and due_written > 0
@@ -303,6 +304,44 @@ def may_coalesce(
         and buffered_bytes + frame_bytes <= COALESCE_BYTES
         and batch_age_s < hold_s
     )
+
+
+class SendBatch:
+    """Coalesced frames not yet written, for either driver (which serialises the calls: the threaded driver's write
+    lock, the asyncio driver's loop). Every frame in it waits for a receipt (:func:`may_coalesce`), so its length
+    is also the number of receipts due for frames the broker cannot have seen."""
+
+    __slots__ = ("_frames", "bytes", "since")
+
+    def __init__(self) -> None:
+        self._frames: list[bytes] = []
+        self.bytes = 0
+        self.since = 0.0  # when its first frame was added
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def add(self, data: bytes, now: float) -> bool:
+        """Keep ``data``; True when it is the first frame of the batch."""
+        first = not self._frames
+        if first:
+            self.since = now
+        self._frames.append(data)
+        self.bytes += len(data)
+        return first
+
+    def age(self, now: float) -> float:
+        return now - self.since if self._frames else 0.0
+
+    def before(self, data: bytes) -> bytes:
+        """``data`` behind the frames held so far, which are then no longer held: what the caller writes."""
+        if not self._frames:
+            return data
+        self._frames.append(data)
+        joined = b"".join(self._frames)
+        self._frames.clear()
+        self.bytes = 0
+        return joined
 
 
 #: How long, at interpreter exit, writing what a connection holds may take (``StompSocket._write_batches_at_exit``).
@@ -353,12 +392,9 @@ class StompSocket:
         self._quick_waiters = 0  # synchronous requests waiting, on a quick-ACK broker (waiting_begins/ends)
         self._waiters_lock = threading.Lock()
         self._coalesce_s = settings.coalesce_s
-        self._batch: list[bytes] = []  # coalesced frames not yet written (under _write_lock)
-        self._batch_bytes = 0
-        self._batch_since = 0.0  # when the first frame of the batch was held
+        self._batch = SendBatch()  # coalesced frames not yet written (under _write_lock)
         #: When frames were last written: a stream coalesces, an occasional send does not.
         self._last_write = 0.0
-        self._batch_receipts = 0  # of which frames with a receipt: due, but the broker cannot have seen them
         self._flush_wake = threading.Event()  # frames are held: the flusher starts its wait
         self._flush_now = threading.Event()  # a caller waits for an answer: the flusher writes at once
         self._flusher: threading.Thread | None = None
@@ -402,7 +438,7 @@ class StompSocket:
                     if self._protocol.state != "connected":
                         raise SocketClosed()
                     data = self._protocol.disconnect(time.monotonic())
-                self._write_all(self._with_batch(data), timeout_s)
+                self._write_all(self._batch.before(data), timeout_s)
             self._resume.set()  # a reader holding back (jmslike.flow) asks again: DISCONNECT's receipt must be read
         except (SocketClosed, WriteStalled, OSError):
             self.abort()
@@ -453,7 +489,7 @@ class StompSocket:
             with self._proto_lock:
                 if self._protocol.state != "connected":
                     raise SocketClosed()
-                due_written = self._protocol.receipts_due - self._batch_receipts
+                due_written = self._protocol.receipts_due - len(self._batch)
                 now = time.monotonic()
                 data, pending = self._protocol.send(frame, now, receipt=receipt)
                 if pending is not None and on_sent is not None:
@@ -463,9 +499,9 @@ class StompSocket:
                 and may_coalesce(
                     coalesce=coalesce and pending is not None,
                     due_written=due_written,
-                    buffered_bytes=self._batch_bytes,
+                    buffered_bytes=self._batch.bytes,
                     frame_bytes=len(data),
-                    batch_age_s=now - self._batch_since if self._batch else 0.0,
+                    batch_age_s=self._batch.age(now),
                     since_write_s=now - self._last_write,
                     hold_s=self._coalesce_s,
                 )
@@ -473,18 +509,12 @@ class StompSocket:
             ):
                 self._add_to_batch(data, now)
                 return
-            self._write_all(self._with_batch(data), self._write_timeout_s)
+            self._write_all(self._batch.before(data), self._write_timeout_s)
             self._last_write = now
 
     def _add_to_batch(self, data: bytes, now: float) -> None:
         """Keep a coalesced frame for the flusher (the caller holds the write lock)."""
-        first = not self._batch
-        if first:
-            self._batch_since = now
-        self._batch.append(data)
-        self._batch_bytes += len(data)
-        self._batch_receipts += 1
-        if first:
+        if self._batch.add(data, now):
             self._flush_wake.set()
 
     def _flusher_started(self) -> bool:
@@ -519,7 +549,7 @@ class StompSocket:
             if not sock._write_lock.acquire(timeout=_EXIT_WRITE_S):
                 continue
             try:
-                data = sock._with_batch(b"")
+                data = sock._batch.before(b"")
                 if data:
                     sock._write_all(data, _EXIT_WRITE_S)
             except (SocketClosed, WriteStalled):
@@ -534,17 +564,6 @@ class StompSocket:
         cls._batching = weakref.WeakSet()
         cls._batching_lock = threading.Lock()  # another thread of the parent may have held it at the fork
 
-    def _with_batch(self, data: bytes) -> bytes:
-        """``data`` behind the frames held so far, which are then no longer held (the caller holds the write
-        lock and writes the result)."""
-        if not self._batch:
-            return data
-        self._batch.append(data)
-        joined = b"".join(self._batch)
-        self._batch.clear()
-        self._batch_bytes = self._batch_receipts = 0
-        return joined
-
     def _flush_loop(self) -> None:
         """Write held frames ``coalesce_s`` after the first of them was held, or at once when a caller starts
         waiting for an answer (:meth:`waiting_begins`)."""
@@ -558,7 +577,7 @@ class StompSocket:
                     return
                 self._flush_wake.clear()  # under the lock: a frame held after this wakes the loop again
                 self._flush_now.clear()
-                data = self._with_batch(b"")
+                data = self._batch.before(b"")
                 end, reason = False, None  # reason None: the end is not jmslike's decision
                 try:
                     if data:
@@ -774,7 +793,7 @@ class StompSocket:
                     with self._proto_lock:
                         beat = protocol.heartbeat_due(time.monotonic())
                     if beat:
-                        self._write_all(self._with_batch(beat), self._write_timeout_s)
+                        self._write_all(self._batch.before(beat), self._write_timeout_s)
                 except SocketClosed:
                     return
                 except WriteStalled:
