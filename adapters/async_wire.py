@@ -18,7 +18,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import threading
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from jmslike.adapters.stomp_async import AsyncStompConnection
@@ -33,7 +33,7 @@ from jmslike.adapters.stomp_socket import (
 from jmslike.adapters.transport import Done
 from jmslike.adapters.wire_base import ErrorMapper, WireBase
 from jmslike.config import ConnectionConfig
-from jmslike.contract import Frame, WireEvents
+from jmslike.contract import Frame, PendingReceipt, WireEvents
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -251,6 +251,9 @@ class AsyncStompWire(WireBase[AsyncPending]):
     def _connect_answered_hook(self) -> None:
         self._connected.set()
 
+    def _forget_receipts(self, receipt_ids: list[str]) -> None:
+        self._connection.forget(receipt_ids)
+
     def _wake_reader(self) -> None:  # on the loop: jmslike.aio's inboxes and receipts live there
         self._connection.wake_reader()
 
@@ -261,11 +264,12 @@ class AsyncStompWire(WireBase[AsyncPending]):
 class _ViewPending:
     """A receipt awaited from a worker thread (the blocking contract's PendingReceipt)."""
 
-    __slots__ = ("done", "error")
+    __slots__ = ("done", "error", "on_loop")
 
     def __init__(self) -> None:
         self.done = Done()
         self.error: JMSException | None = None
+        self.on_loop: AsyncPending | None = None  # the wire's own pending, once submitted
 
     def wait(self, timeout_s: float) -> bool:
         return self.done.wait(timeout_s)
@@ -319,8 +323,12 @@ class BlockingView:
             if callback is not None:
                 callback(error)
 
-        self._run(self._wire.submit(frame, answered))
+        view.on_loop = self._run(self._wire.submit(frame, answered))
         return view
+
+    def discard(self, pending: Sequence[PendingReceipt]) -> None:
+        on_loop = [view.on_loop for view in pending if isinstance(view, _ViewPending)]
+        self._loop.call_soon_threadsafe(self._wire.discard, on_loop)
 
     def awaiting_answers(self) -> contextlib.nullcontext[None]:
         """Nothing to do: the asyncio driver holds frames only to the end of the loop's turn, which a waiting

@@ -12,6 +12,8 @@ the rules below live once and are unit-tested without a socket:
   it), the held receipts stand;
 - when the connection ends, every call still waiting is answered with the loss, and held receipts, which
   did arrive, with success;
+- a call the broker will never answer (its frame was dropped with a rolled-back transaction) is discarded:
+  it is gone from the book, not answered;
 - a call whose caller stopped waiting (its receipt timed out) stays in the book, so a late RECEIPT or ERROR
   still settles it by the rules above, but it no longer counts as something the connection waits for
   (:attr:`ReceiptBook.busy`): a broker that never answers it must not switch the byte bound off for good.
@@ -21,6 +23,7 @@ The book never calls back: it returns what must be answered, and its owner answe
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -81,6 +84,17 @@ class ReceiptBook(Generic[P]):
             if waiting is call:
                 self._abandoned.add(receipt_id)
                 return
+
+    def discard(self, calls: Iterable[object]) -> list[str]:
+        """The broker will never answer ``calls`` (it dropped their frames: a rolled-back RabbitMQ transaction's
+        sends): remove them unanswered, so they neither count in :attr:`busy` nor become the refused frame at
+        the end of the connection. Returns their receipt ids (the protocol forgets them too); calls no longer
+        in the book are left alone."""
+        wanted = {id(call) for call in calls}
+        gone = [receipt_id for receipt_id, call in self._pending.items() if id(call) in wanted]
+        for receipt_id in gone:
+            self._take(receipt_id)
+        return gone
 
     def _take(self, receipt_id: str) -> P | None:
         self._abandoned.discard(receipt_id)

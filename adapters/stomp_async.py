@@ -341,6 +341,10 @@ class AsyncStompConnection:
                 )
         return None
 
+    def forget(self, receipt_ids: list[str]) -> None:
+        """Receipts the broker will never send (StompProtocol.forget)."""
+        self._protocol.forget(receipt_ids)
+
     def wake_reader(self) -> None:
         """Have a reader that holds back (``hold``) ask again; on the loop."""
         self._resume.set()

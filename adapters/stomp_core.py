@@ -30,7 +30,7 @@ What the protocol decides, so that no driver has to:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -234,6 +234,13 @@ class StompProtocol:
         """How many frames sent with a receipt have not been answered yet."""
         return len(self._pending)
 
+    def forget(self, receipt_ids: Iterable[str]) -> None:
+        """The broker will never answer these receipts: it dropped their frames (RabbitMQ drops a transaction's
+        SENDs, receipts and all, at ABORT). They stop counting as due, and the end of the connection does not
+        report them unanswered."""
+        for receipt_id in receipt_ids:
+            self._pending.pop(receipt_id, None)
+
     def disconnect(self, now: float) -> bytes:
         """DISCONNECT with a receipt: its RECEIPT closes the protocol (the broker has everything before it)."""
         self._require("connected", "disconnect")
@@ -312,11 +319,6 @@ class StompProtocol:
             last_read = now if self._held else self._clock.last_read
             deadlines.append(last_read + self.expect_every_s * SILENCE_TOLERANCE)
         return max(now, min(deadlines)) if deadlines else None
-
-    @property
-    def pending(self) -> int:
-        """Frames waiting for their receipt."""
-        return len(self._pending)
 
     # -- internals -----------------------------------------------------------------------------------------
 

@@ -735,6 +735,11 @@ class StompSocket:
                 return None
         return None
 
+    def forget(self, receipt_ids: list[str]) -> None:
+        """Receipts the broker will never send (StompProtocol.forget)."""
+        with self._proto_lock:
+            self._protocol.forget(receipt_ids)
+
     def wake_reader(self) -> None:
         """Have a reader that holds back (``hold``) ask again; from any thread."""
         self._resume.set()

@@ -270,6 +270,9 @@ class StompWire(WireBase[_Pending]):
     def _connect_answered_hook(self) -> None:
         self._connected.set()
 
+    def _forget_receipts(self, receipt_ids: list[str]) -> None:
+        self._socket.forget(receipt_ids)
+
     def _wake_reader(self) -> None:
         self._socket.wake_reader()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, Protocol, TypeVar
 
 from jmslike.adapters.receipts import HOLD_AFTER_ERROR_S, Ending, ReceiptBook
@@ -193,6 +193,18 @@ class WireBase(Generic[P]):
         with self._lock:
             self._receipts.abandon(pending)
 
+    def discard(self, pending: Sequence[object]) -> None:
+        """The broker will never answer ``pending``: it dropped their frames with the transaction they were sent
+        in (RabbitMQ answers a transactional SEND only at COMMIT, and never after ABORT). Forgotten unanswered,
+        so a later refused frame is still matched to its broker error (ReceiptBook.end), the byte bound holds
+        again, and the connection stops counting them as due."""
+        if not pending:
+            return
+        with self._lock:
+            receipt_ids = self._receipts.discard(pending)
+        if receipt_ids:
+            self._forget_receipts(receipt_ids)
+
     def _still_ours(self, recorded: list[str]) -> bool:
         """After a failed write: whether the call must raise. Exactly one outcome per call: if the end of the
         connection already took it from the book, its answer (the loss) stands and raising would settle it twice."""
@@ -333,6 +345,10 @@ class WireBase(Generic[P]):
     def _wake_reader(self) -> None:
         """A reader holding back (``_hold_reading``) asks again; called from any thread (threaded API) or on the
         loop (jmslike.aio)."""
+        raise NotImplementedError
+
+    def _forget_receipts(self, receipt_ids: list[str]) -> None:
+        """The driver's protocol forgets ``receipt_ids`` (StompProtocol.forget)."""
         raise NotImplementedError
 
     def _connect_answered_hook(self) -> None:

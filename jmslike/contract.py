@@ -9,7 +9,7 @@ broker; an adapter only says how that maps onto its broker's STOMP. The API bran
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -257,6 +257,10 @@ class Wire(Protocol):
     def submit(self, frame: Frame, callback: Callable[[JMSException | None], None] | None) -> PendingReceipt:
         """Send with a receipt and return at once; ``callback`` (receiver thread) gets the answer too."""
 
+    def discard(self, pending: Sequence[PendingReceipt]) -> None:
+        """The broker will never answer ``pending`` (submits of a transaction it dropped at ABORT, when it
+        answers transactional sends only at COMMIT): forget them unanswered."""
+
     def awaiting_answers(self) -> AbstractContextManager[None]:
         """Around a wait for answers to earlier submits that the wire does not see (a session's full send
         window, or its sends draining at commit or close): the wire writes at once what it holds back to write
@@ -314,6 +318,10 @@ class AsyncWire(Protocol):
     ) -> AsyncPendingReceipt | None:
         """:meth:`submit` without an await, when the transport takes the frame without waiting: None (and
         nothing written) when it is backed up, and the caller then awaits :meth:`submit`."""
+        ...
+
+    def discard(self, pending: Sequence[AsyncPendingReceipt]) -> None:
+        """:meth:`Wire.discard`, on the loop."""
         ...
 
     async def close(self, timeout_s: float = 5.0) -> None:

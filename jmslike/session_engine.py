@@ -508,15 +508,17 @@ class SessionEngine:
         """ABORT the broker transaction (its sends vanish) and hand consumed messages back locally."""
         tx, self._tx = self._tx, None
         self._rollback_only = None
-        self._deferred_receipts = []  # aborted sends are never answered: their callbacks hear so below
         with self._cond:
+            deferred, self._deferred_receipts = self._deferred_receipts, []
             abandoned, self._deferred_abandon = self._deferred_abandon, []
         self._after_commit = []
         if tx is not None:
             try:
-                self._connection.wire_for_use().request(
-                    self._connection.adapter.transaction_frame("ABORT", tx)
-                )
+                wire = self._connection.wire_for_use()
+                try:
+                    wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
+                finally:
+                    wire.discard(deferred)  # aborted sends are never answered; their callbacks hear so below
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
         abandon_sends(abandoned)

@@ -495,7 +495,7 @@ class SessionEngine:
             if self._epoch != epoch or self._rollback_only is not None:
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
-            await self._rollback_local(redeliver=True, tx=tx)
+            await self._rollback_local(redeliver=True, tx=tx, deferred=deferred)
             abandon_sends(abandon)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         try:
@@ -507,7 +507,7 @@ class SessionEngine:
             await self._forget_transaction(consumed)
             raise commit_in_doubt() from exc
         except JMSException as exc:
-            await self._rollback_local(redeliver=True, tx=tx)
+            await self._rollback_local(redeliver=True, tx=tx, deferred=deferred)
             abandon_sends(abandon)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         await self._forget_transaction(consumed)
@@ -551,20 +551,27 @@ class SessionEngine:
         await self.settle_sends(mine)
         await self._rollback_local(redeliver=True)
 
-    async def _rollback_local(self, redeliver: bool, tx: str | None = None) -> None:
-        """ABORT the transaction (the session's open one, or ``tx``, which a commit took) and hand its consumed
-        messages back: redelivered locally, or (closing) to the broker when their consumers detach."""
+    async def _rollback_local(
+        self, redeliver: bool, tx: str | None = None, deferred: list[AsyncPendingReceipt] | None = None
+    ) -> None:
+        """ABORT the transaction (the session's open one, or ``tx`` and its ``deferred`` sends, which a commit
+        took) and hand its consumed messages back: redelivered locally, or (closing) to the broker when their
+        consumers detach."""
         if tx is None:
             tx, self._tx = self._tx, None
+        if deferred is None:
+            deferred, self._deferred = self._deferred, []
         self._rollback_only = None
-        self._deferred = []  # aborted sends are never answered: their callbacks hear so below
         self._after_commit = []
         abandoned, self._deferred_abandon = self._deferred_abandon, []
         if tx is not None and self._connection.failure is None:
+            wire = self._connection.wire
             try:
-                await self._connection.wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
+                await wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+            finally:
+                wire.discard(deferred)  # aborted sends are never answered; their callbacks hear so below
         abandon_sends(abandoned)
         batch, self._unacked = self._unacked, []
         if redeliver:

@@ -333,6 +333,47 @@ def test_send_where_not_permitted_raises_on_send(
         _assert_still_usable(connection, f"allowed.{unique_name}.after")
 
 
+def test_a_send_refused_after_a_rolled_back_transaction_raises_the_brokers_error(
+    secured: BrokerHandle, opened: list[Connection], unique_name: str
+) -> None:
+    """RabbitMQ answers a transactional SEND only at COMMIT, and never after ABORT (raw control: BEGIN, SEND
+    receipt:s1, ABORT receipt:a1, SEND receipt:s2 gets a1 and s2 only). Its refusal of a later send names no
+    receipt, so the refused frame is the oldest one still waiting: the rolled-back send must not be that one,
+    or the refused send hears ConnectionLostException instead of the broker's JMSSecurityException."""
+    connection = _connect(opened, _url(secured, tls=False), "limited", LIMITED_PASSWORD)
+    transacted = connection.createSession(True, Session.SESSION_TRANSACTED)
+    transacted.createProducer(transacted.createQueue(f"allowed.{unique_name}")).send(
+        transacted.createTextMessage("rolled back")
+    )
+    transacted.rollback()
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    producer = session.createProducer(session.createQueue(f"denied.{unique_name}"))
+    with pytest.raises(JMSSecurityException):
+        producer.send(session.createTextMessage("not allowed"))
+
+
+def test_the_asyncio_api_raises_the_brokers_error_after_a_rolled_back_transaction(
+    secured: BrokerHandle, unique_name: str
+) -> None:
+    """The asyncio session forgets the rolled-back sends' receipts too (see the threaded test above)."""
+
+    async def body() -> None:
+        async with await aio.ConnectionFactory(_url(secured, tls=False)).createConnection(
+            "limited", LIMITED_PASSWORD
+        ) as connection:
+            transacted = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            await transacted.createProducer(transacted.createQueue(f"allowed.{unique_name}")).send(
+                transacted.createTextMessage("rolled back")
+            )
+            await transacted.rollback()
+            session = await connection.createSession()
+            producer = session.createProducer(session.createQueue(f"denied.{unique_name}"))
+            with pytest.raises(JMSSecurityException):
+                await producer.send(session.createTextMessage("not allowed"))
+
+    asyncio.run(asyncio.wait_for(body(), 60))
+
+
 def test_refused_non_persistent_send_reaches_the_exception_listener_and_the_next_send(
     secured: BrokerHandle, broker_kind: str, opened: list[Connection], unique_name: str
 ) -> None:

@@ -50,6 +50,26 @@ def test_after_an_unmatched_error_receipts_are_held_and_the_oldest_call_is_the_c
     assert ending.unanswered == ["send"]
 
 
+def test_a_discarded_call_is_neither_answered_nor_the_culprit_nor_busy() -> None:
+    # RabbitMQ: a transaction's SEND (answered only at COMMIT) rolled back, then a refused SEND, then close.
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "rolled-back send")
+    book.record("r2", "other send")
+    assert book.discard(["rolled-back send", "not in the book"]) == ["r1"]
+    assert book.receipt("r1") is None
+    book.record("r3", "refused send")
+    assert book.receipt("r2") == "other send"
+    assert book.busy
+    book.unmatched("access refused", now=0.0)
+    ending = book.end(closing=False)
+    assert ending.culprit == "refused send"
+    assert ending.unanswered == []
+    book2: ReceiptBook[str] = ReceiptBook()
+    book2.record("r1", "rolled-back send")
+    book2.discard(["rolled-back send"])
+    assert not book2.busy
+
+
 def test_without_held_receipts_the_oldest_waiting_call_is_the_culprit() -> None:
     book: ReceiptBook[str] = ReceiptBook()
     book.record("r1", "send-1")

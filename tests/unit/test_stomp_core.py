@@ -132,7 +132,7 @@ def test_send_numbers_receipts_and_states_the_body_length() -> None:
     assert data == b"SEND\ndestination:/queue/x\nreceipt:c7-1\ncontent-length:3\n\na\x00b\x00"
     data, receipt = protocol.send(Frame("ACK", {"id": "m:1"}), now=0.0, receipt=False)
     assert receipt is None and data == b"ACK\nid:m\\c1\n\n\x00"
-    assert protocol.pending == 1
+    assert protocol.receipts_due == 1
 
 
 def test_disconnect_receipt_closes_the_protocol() -> None:
@@ -179,12 +179,24 @@ def test_every_pending_frame_gets_exactly_one_answer(count: int, answers: list[t
     assert lost == [rid for rid in sent if rid not in answered]  # oldest first
 
 
+def test_forgotten_receipts_are_no_longer_due_nor_reported_at_the_end() -> None:
+    protocol = connected()
+    _, dropped = protocol.send(Frame("SEND", {"destination": "/queue/x", "transaction": "t"}), now=0.0)
+    _, kept = protocol.send(Frame("SEND", {"destination": "/queue/x"}), now=0.0)
+    assert dropped is not None and kept is not None
+    protocol.forget([dropped.receipt_id, "never-sent"])
+    assert protocol.receipts_due == 1
+    events = protocol.receive_data(f"RECEIPT\nreceipt-id:{dropped.receipt_id}\n\n\x00".encode(), now=0.0)
+    assert [type(event).__name__ for event in events] == ["UnknownReceipt"]  # a late answer settles nothing
+    assert protocol.connection_lost() == [kept]
+
+
 def test_error_without_receipt_id_is_unmatched_and_keeps_pending_frames() -> None:
     protocol = connected()
     protocol.send(Frame("SEND", {"destination": "/queue/x"}), now=0.0)
     (event,) = protocol.receive_data(server_frame("ERROR", {"message": "access_refused"}), now=0.0)
     assert event == ErrorReceived("access_refused", event.headers, None)
-    assert protocol.pending == 1
+    assert protocol.receipts_due == 1
 
 
 # -- bytes in: any split gives the same events ------------------------------------------------------------
