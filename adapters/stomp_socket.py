@@ -621,6 +621,11 @@ class StompSocket:
                 raise SocketClosed(str(exc)) from exc
             remaining = deadline - time.monotonic()
             if remaining <= 0:
+                # Part of a frame may be out: nothing may follow it on this stream. The owner drops the
+                # connection only after the write lock is released, and a writer waiting for the lock would
+                # write its frame behind the partial one; it now fails at once (EPIPE: SocketClosed).
+                with contextlib.suppress(OSError):
+                    socket.socket.shutdown(sock, socket.SHUT_WR)
                 raise WriteStalled(f"the broker took no data for {timeout_s:.1f}s")
             if wait_for_read:  # TLS wants the reader's data first; look again shortly
                 time.sleep(min(_TLS_RETRY_S, remaining))

@@ -33,6 +33,8 @@ from jmslike import (
     Session,
     TextMessage,
 )
+from jmslike.adapters.stomp_core import Connected
+from jmslike.adapters.stomp_socket import DriverSettings, SocketClosed, StompSocket, WriteStalled
 from jmslike.adapters.transport import StompWire
 from jmslike.config import parse_url
 from jmslike.contract import Frame
@@ -302,6 +304,47 @@ def test_send_to_a_peer_that_stops_reading_fails_within_the_receipt_timeout(
         connection.close()
         release.set()
         assert time.monotonic() - started < 5, "close() waited on the dead connection"
+
+
+def test_after_a_write_stalls_no_frame_follows_the_partial_one(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    """A frame cut off by the write deadline leaves part of itself on the stream. The wire drops the
+    connection only once the driver's write lock is released, so a writer waiting for that lock came next:
+    it must fail at once (SocketClosed), not write its frame behind the partial one, where the broker would
+    read it as the rest of the cut-off body."""
+    ref: list[HostilePeer] = []
+    release = threading.Event()
+    ref.append(hostile(_connected_then_silent(ref, release)))
+    connected = threading.Event()
+    settings = DriverSettings(
+        host=("127.0.0.1", ref[0].port),
+        version="1.2",
+        heartbeat_ms=0,
+        max_frame_bytes=1024 * 1024,
+        max_header_bytes=64 * 1024,
+        context=None,
+        connect_timeout_s=5.0,
+        write_timeout_s=1.0,
+        receipt_prefix="stall-",
+    )
+    sock = StompSocket(
+        settings,
+        on_event=lambda event: connected.set() if isinstance(event, Connected) else None,
+        on_closed=lambda reason, unanswered: None,
+    )
+    try:
+        sock.connect("localhost", {})
+        assert connected.wait(DEADLINE_S)
+        with pytest.raises(WriteStalled):  # far beyond the kernel's buffers on loopback
+            sock.send(Frame("SEND", {"destination": "/queue/x"}, b"x" * (64 * 1024 * 1024)), receipt=False)
+        started = time.monotonic()
+        with pytest.raises(SocketClosed):
+            sock.send(Frame("SEND", {"destination": "/queue/x"}, b"behind the partial frame"), receipt=False)
+        assert time.monotonic() - started < 0.5, "the second writer waited out a write deadline of its own"
+    finally:
+        sock.abort()
+        release.set()
 
 
 def test_a_flood_of_error_frames_creates_no_thread_per_frame(
