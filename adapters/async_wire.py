@@ -45,9 +45,14 @@ T = TypeVar("T")
 
 
 class AsyncPending:
-    """One frame waiting for its receipt on the loop: ``await answered()``; ``callback`` runs on the loop."""
+    """One frame waiting for its receipt on the loop: ``await answered()``; ``callback`` runs on the loop.
 
-    __slots__ = ("callback", "error", "finished", "frame", "future")
+    Most are never awaited (unwaited sends hear their answer through ``callback``), so the future exists only
+    while someone waits. A wait is the future plus one timer that ends it: no ``asyncio.timeout`` and no
+    ``shield``, which cost a synchronous send two more objects and callbacks each (docs/performance.md). A
+    waiter cancelled or timed out ends only its own future; the answer, when it comes, is still recorded."""
+
+    __slots__ = ("_loop", "_waiting", "callback", "error", "finished", "frame")
 
     def __init__(
         self,
@@ -59,28 +64,38 @@ class AsyncPending:
         self.callback = callback
         self.error: JMSException | None = None
         self.finished = False
-        self.future: asyncio.Future[None] = loop.create_future()
+        self._loop = loop
+        self._waiting: asyncio.Future[None] | None = None
 
     def finish(self, error: JMSException | None) -> None:
-        """The answer, once (a waiter that gave up cancelled only its own wait, never the answer)."""
+        """The answer, once."""
         if self.finished:
             return
         self.finished = True
         self.error = error
-        if not self.future.done():
-            self.future.set_result(None)
+        _end_wait(self._waiting)
         if self.callback is not None:
             self.callback(error)
 
     async def answered(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the answer (``error`` then says which); False when none came in time."""
-        if not self.finished:
-            try:
-                async with asyncio.timeout(timeout_s):
-                    await asyncio.shield(self.future)  # a timeout cancels this wait, not the answer
-            except TimeoutError:
-                return self.finished
-        return True
+        if self.finished:
+            return True
+        waiting = self._waiting
+        if waiting is None or waiting.done():  # the first wait, or an earlier one timed out or was cancelled
+            waiting = self._waiting = self._loop.create_future()
+        timer = self._loop.call_later(timeout_s, _end_wait, waiting)
+        try:
+            await waiting
+        finally:
+            timer.cancel()
+        return self.finished
+
+
+def _end_wait(waiting: asyncio.Future[None] | None) -> None:
+    """Wake a waiter of :meth:`AsyncPending.answered` (answered, or out of time), unless it is gone."""
+    if waiting is not None and not waiting.done():
+        waiting.set_result(None)
 
 
 class AsyncStompWire(WireBase[AsyncPending]):

@@ -1,0 +1,64 @@
+"""A receipt awaited on the loop (adapters/async_wire.AsyncPending): answered once, whoever waited or gave up."""
+
+from __future__ import annotations
+
+import asyncio
+
+from jmslike.adapters.async_wire import AsyncPending
+from jmslike.contract import Frame
+from jmslike.exceptions import JMSException
+
+FRAME = Frame("SEND", {"destination": "/queue/x"}, b"")
+
+
+def test_a_wait_ends_with_the_answer() -> None:
+    async def scenario() -> None:
+        heard: list[JMSException | None] = []
+        pending = AsyncPending(FRAME, heard.append, asyncio.get_running_loop())
+        error = JMSException("refused")
+        asyncio.get_running_loop().call_soon(pending.finish, error)
+        assert await pending.answered(30.0) is True
+        assert pending.error is error and heard == [error]
+        pending.finish(None)  # a second answer changes nothing
+        assert pending.error is error and heard == [error]
+
+    asyncio.run(scenario())
+
+
+def test_a_wait_that_times_out_leaves_the_answer_to_come() -> None:
+    async def scenario() -> None:
+        heard: list[JMSException | None] = []
+        pending = AsyncPending(FRAME, heard.append, asyncio.get_running_loop())
+        assert await pending.answered(0.01) is False
+        assert pending.error is None and heard == []
+        pending.finish(None)
+        assert heard == [None]
+        assert await pending.answered(0.0) is True  # already answered: no wait at all
+
+    asyncio.run(scenario())
+
+
+def test_a_second_wait_after_a_timeout_hears_the_answer() -> None:
+    async def scenario() -> None:
+        pending = AsyncPending(FRAME, None, asyncio.get_running_loop())
+        assert await pending.answered(0.01) is False
+        asyncio.get_running_loop().call_later(0.01, pending.finish, None)
+        assert await pending.answered(30.0) is True
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_waiter_does_not_cancel_the_answer() -> None:
+    async def scenario() -> None:
+        heard: list[JMSException | None] = []
+        pending = AsyncPending(FRAME, heard.append, asyncio.get_running_loop())
+        waiter = asyncio.ensure_future(pending.answered(30.0))
+        await asyncio.sleep(0)  # the waiter is waiting
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        assert waiter.cancelled()
+        pending.finish(None)
+        assert heard == [None] and pending.finished
+        assert await pending.answered(30.0) is True
+
+    asyncio.run(scenario())
