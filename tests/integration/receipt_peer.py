@@ -132,7 +132,9 @@ class Answers:
             self.cond.notify_all()
 
 
-def driver_settings(port: int, *, coalesce_s: float = 0.0, receipt_prefix: str = "l-") -> DriverSettings:
+def driver_settings(
+    port: int, *, coalesce_s: float = 0.0, receipt_prefix: str = "l-", write_timeout_s: float = 10.0
+) -> DriverSettings:
     """Settings for either driver against a peer on ``port``: STOMP 1.1, no heart-beats, the given hold."""
     return DriverSettings(
         host=("127.0.0.1", port),
@@ -142,7 +144,7 @@ def driver_settings(port: int, *, coalesce_s: float = 0.0, receipt_prefix: str =
         max_header_bytes=64 * 1024,
         context=None,
         connect_timeout_s=10.0,
-        write_timeout_s=10.0,
+        write_timeout_s=write_timeout_s,
         receipt_prefix=receipt_prefix,
         coalesce_s=coalesce_s,
     )

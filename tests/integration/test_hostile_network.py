@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from receipt_peer import driver_settings
 
 from jmslike import (
     Connection,
@@ -34,7 +35,7 @@ from jmslike import (
     TextMessage,
 )
 from jmslike.adapters.stomp_core import Connected
-from jmslike.adapters.stomp_socket import DriverSettings, SocketClosed, StompSocket, WriteStalled
+from jmslike.adapters.stomp_socket import SocketClosed, StompSocket, WriteStalled
 from jmslike.adapters.transport import StompWire
 from jmslike.config import parse_url
 from jmslike.contract import Frame
@@ -317,17 +318,7 @@ def test_after_a_write_stalls_no_frame_follows_the_partial_one(
     release = threading.Event()
     ref.append(hostile(_connected_then_silent(ref, release)))
     connected = threading.Event()
-    settings = DriverSettings(
-        host=("127.0.0.1", ref[0].port),
-        version="1.2",
-        heartbeat_ms=0,
-        max_frame_bytes=1024 * 1024,
-        max_header_bytes=64 * 1024,
-        context=None,
-        connect_timeout_s=5.0,
-        write_timeout_s=1.0,
-        receipt_prefix="stall-",
-    )
+    settings = driver_settings(ref[0].port, receipt_prefix="stall-", write_timeout_s=1.0)
     sock = StompSocket(
         settings,
         on_event=lambda event: connected.set() if isinstance(event, Connected) else None,
