@@ -47,12 +47,12 @@ T = TypeVar("T")
 class AsyncPending:
     """One frame waiting for its receipt on the loop: ``await answered()``; ``callback`` runs on the loop.
 
-    Most are never awaited (unwaited sends hear their answer through ``callback``), so the future exists only
-    while someone waits. A wait is the future plus one timer that ends it: no ``asyncio.timeout`` and no
-    ``shield``, which cost a synchronous send two more objects and callbacks each (docs/performance.md). A
-    waiter cancelled or timed out ends only its own future; the answer, when it comes, is still recorded."""
+    Most are never awaited (unwaited sends hear their answer through ``callback``), so a future exists only while
+    someone waits: one per waiter, ended by its own timer. No ``asyncio.timeout`` and no ``shield``, which cost a
+    synchronous send two more objects and their callbacks (docs/performance.md). A waiter that times out or is
+    cancelled ends only its own wait; the answer, when it comes, is still recorded and wakes the others."""
 
-    __slots__ = ("_loop", "_waiting", "callback", "error", "finished", "frame")
+    __slots__ = ("_loop", "_waiters", "callback", "error", "finished", "frame")
 
     def __init__(
         self,
@@ -65,7 +65,7 @@ class AsyncPending:
         self.error: JMSException | None = None
         self.finished = False
         self._loop = loop
-        self._waiting: asyncio.Future[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []
 
     def finish(self, error: JMSException | None) -> None:
         """The answer, once."""
@@ -73,7 +73,8 @@ class AsyncPending:
             return
         self.finished = True
         self.error = error
-        _end_wait(self._waiting)
+        for waiting in self._waiters:
+            _end_wait(waiting)
         if self.callback is not None:
             self.callback(error)
 
@@ -81,20 +82,20 @@ class AsyncPending:
         """Wait up to ``timeout_s`` for the answer (``error`` then says which); False when none came in time."""
         if self.finished:
             return True
-        waiting = self._waiting
-        if waiting is None or waiting.done():  # the first wait, or an earlier one timed out or was cancelled
-            waiting = self._waiting = self._loop.create_future()
+        waiting: asyncio.Future[None] = self._loop.create_future()
+        self._waiters.append(waiting)
         timer = self._loop.call_later(timeout_s, _end_wait, waiting)
         try:
             await waiting
         finally:
             timer.cancel()
+            self._waiters.remove(waiting)
         return self.finished
 
 
-def _end_wait(waiting: asyncio.Future[None] | None) -> None:
-    """Wake a waiter of :meth:`AsyncPending.answered` (answered, or out of time), unless it is gone."""
-    if waiting is not None and not waiting.done():
+def _end_wait(waiting: asyncio.Future[None]) -> None:
+    """Wake one waiter of :meth:`AsyncPending.answered` (answered, or out of time), unless it is gone."""
+    if not waiting.done():
         waiting.set_result(None)
 
 

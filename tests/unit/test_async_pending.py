@@ -62,3 +62,22 @@ def test_a_cancelled_waiter_does_not_cancel_the_answer() -> None:
         assert await pending.answered(30.0) is True
 
     asyncio.run(scenario())
+
+
+def test_concurrent_waiters_each_keep_their_own_timeout_and_cancellation() -> None:
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        pending = AsyncPending(FRAME, None, loop)
+        short = asyncio.ensure_future(pending.answered(0.01))
+        long = asyncio.ensure_future(pending.answered(30.0))
+        cancelled = asyncio.ensure_future(pending.answered(30.0))
+        await asyncio.sleep(0)  # a yield: the three are waiting
+        cancelled.cancel()
+        assert await short is False  # its own timeout ended only its own wait
+        assert not long.done()
+        pending.finish(None)
+        assert await long is True  # neither the cancel nor the short timeout ended it
+        await asyncio.gather(cancelled, return_exceptions=True)
+        assert cancelled.cancelled()
+
+    asyncio.run(scenario())
