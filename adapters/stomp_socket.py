@@ -48,7 +48,7 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NoReturn
 
 from jmslike.adapters.stomp_core import (
     SILENCE_TOLERANCE,
@@ -585,11 +585,8 @@ class StompSocket:
                         self._last_write = time.monotonic()
                 except SocketClosed:  # as StompWire._write reports it: no reason
                     end = True
-                except WriteStalled:
-                    end = True
-                    reason = (
-                        f"could not write within {self._write_timeout_s:.1f}s: the broker stopped reading"
-                    )
+                except WriteStalled as exc:
+                    end, reason = True, str(exc)
             # Outside the write lock, which ending the connection takes to close the socket. A closed socket ends
             # it too: the reader may not have noticed yet (TLS), as in StompWire._write.
             if end:
@@ -621,17 +618,28 @@ class StompSocket:
                 raise SocketClosed(str(exc)) from exc
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                # Part of a frame may be out: nothing may follow it on this stream. The owner drops the
-                # connection only after the write lock is released, and a writer waiting for the lock would
-                # write its frame behind the partial one; it now fails at once (EPIPE: SocketClosed).
-                with contextlib.suppress(OSError):
-                    socket.socket.shutdown(sock, socket.SHUT_WR)
-                raise WriteStalled(f"the broker took no data for {timeout_s:.1f}s")
+                self._stalled(sock, timeout_s)
             if wait_for_read:  # TLS wants the reader's data first; look again shortly
                 time.sleep(min(_TLS_RETRY_S, remaining))
                 continue
             if not _wait_until(sock, select.POLLOUT, remaining):
                 raise SocketClosed("socket closed")
+
+    def _stalled(self, sock: socket.socket, timeout_s: float) -> NoReturn:
+        """A write missed its deadline (the caller holds the write lock); raises WriteStalled.
+
+        Part of a frame may be out, so nothing may follow it on this stream: the write side is shut before the
+        lock is released. The writer drops the connection only after that, and a writer waiting for the lock
+        would have written its frame behind the partial one; it now fails at once (EPIPE: SocketClosed). The
+        stall is recorded first as the reason the connection ends with, so a writer failing that way, or the
+        reader seeing the end, cannot report a bare loss before the stalled writer gets to ``abort``."""
+        reason = f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
+        with self._end_lock:
+            if self._abort_reason is None and not self._ended:
+                self._abort_reason = reason
+        with contextlib.suppress(OSError):
+            socket.socket.shutdown(sock, socket.SHUT_WR)
+        raise WriteStalled(reason)
 
     # -- callers waiting for an answer: quick TCP ACKs, and no frame held back --------------------------------
     #
@@ -797,7 +805,7 @@ class StompSocket:
                 return
             if deadline is None:
                 return
-            stalled = False
+            stalled: str | None = None
             if self._write_lock.acquire(blocking=False):  # a writer holding it is writing: that counts
                 try:
                     with self._proto_lock:
@@ -806,14 +814,12 @@ class StompSocket:
                         self._write_all(self._batch.before(beat), self._write_timeout_s)
                 except SocketClosed:
                     return
-                except WriteStalled:
-                    stalled = True
+                except WriteStalled as exc:
+                    stalled = str(exc)
                 finally:
                     self._write_lock.release()
-            if stalled:
-                self.abort(
-                    f"could not write a heart-beat within {self._write_timeout_s:.1f}s: the broker stopped reading"
-                )
+            if stalled is not None:
+                self.abort(stalled)
                 return
             with self._proto_lock:
                 deadline = protocol.next_deadline(time.monotonic())

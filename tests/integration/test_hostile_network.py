@@ -313,16 +313,18 @@ def test_after_a_write_stalls_no_frame_follows_the_partial_one(
     """A frame cut off by the write deadline leaves part of itself on the stream. The wire drops the
     connection only once the driver's write lock is released, so a writer waiting for that lock came next:
     it must fail at once (SocketClosed), not write its frame behind the partial one, where the broker would
-    read it as the rest of the cut-off body."""
+    read it as the rest of the cut-off body. And when that writer's wire drops the connection first (with no
+    reason of its own: the socket was closed under it), the end still says why: the stall."""
     ref: list[HostilePeer] = []
     release = threading.Event()
     ref.append(hostile(_connected_then_silent(ref, release)))
     connected = threading.Event()
+    ended: list[str | None] = []
     settings = driver_settings(ref[0].port, receipt_prefix="stall-", write_timeout_s=1.0)
     sock = StompSocket(
         settings,
         on_event=lambda event: connected.set() if isinstance(event, Connected) else None,
-        on_closed=lambda reason, unanswered: None,
+        on_closed=lambda reason, unanswered: ended.append(reason),
     )
     try:
         sock.connect("localhost", {})
@@ -333,6 +335,8 @@ def test_after_a_write_stalls_no_frame_follows_the_partial_one(
         with pytest.raises(SocketClosed):
             sock.send(Frame("SEND", {"destination": "/queue/x"}, b"behind the partial frame"), receipt=False)
         assert time.monotonic() - started < 0.5, "the second writer waited out a write deadline of its own"
+        sock.abort()  # what the second writer's wire does (StompWire._write) before the first one's abort
+        assert len(ended) == 1 and ended[0] is not None and "could not write within" in ended[0], ended
     finally:
         sock.abort()
         release.set()
