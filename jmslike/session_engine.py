@@ -502,25 +502,36 @@ class SessionEngine:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
         self._refuse_in_callback("rollback()")
         self._settle_callbacks()
-        self._rollback_local(redeliver=True)
+        failure = self._rollback_local(redeliver=True)
+        if failure is not None:
+            raise failure
 
-    def _rollback_local(self, redeliver: bool) -> None:
-        """ABORT the broker transaction (its sends vanish) and hand consumed messages back locally."""
+    def _rollback_local(self, redeliver: bool) -> JMSException | None:
+        """ABORT the broker transaction (its sends vanish) and hand consumed messages back locally.
+
+        The local part happens whatever ABORT's outcome: an ABORT that failed (no receipt in time, refused) is
+        returned, for rollback() to raise once the session is rolled back. Its sends are never committed either
+        way, so their receipts, which the broker sends only at COMMIT where it defers them, are forgotten and
+        their callbacks told."""
         tx, self._tx = self._tx, None
         self._rollback_only = None
         with self._cond:
             deferred, self._deferred_receipts = self._deferred_receipts, []
             abandoned, self._deferred_abandon = self._deferred_abandon, []
         self._after_commit = []
+        failure: JMSException | None = None
         if tx is not None:
             try:
                 wire = self._connection.wire_for_use()
                 try:
                     wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
                 finally:
-                    wire.discard(deferred)  # aborted sends are never answered; their callbacks hear so below
+                    wire.discard(deferred)
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+            except JMSException as exc:
+                log.warning("the broker did not confirm ABORT of a rolled-back transaction: %s", exc)
+                failure = exc
         abandon_sends(abandoned)
         with self._cond:
             batch, self._unacked = self._unacked, []
@@ -530,6 +541,7 @@ class SessionEngine:
         if redeliver:
             self._redeliver_locally(batch)
         self._release_closed()
+        return failure
 
     def ensure_dispatcher(self) -> None:
         with self._cond:

@@ -72,6 +72,19 @@ _ACK_LATER = (
 )
 
 
+@dataclasses.dataclass
+class _Ending:
+    """A transaction taken from its session by the commit or rollback that ends it: its STOMP id, what it
+    consumed, its sends whose receipts the broker sends only at COMMIT with their callbacks (told if it rolls
+    back), and the work that needs it committed."""
+
+    tx: str | None
+    consumed: list[tuple[MessageConsumer, Pending]]
+    deferred: list[AsyncPendingReceipt]
+    abandon: list[Callable[[JMSException | None], None]]
+    after: list[Callable[[], Awaitable[None]]]
+
+
 class SessionEngine:
     """State and rules of an asyncio session (see the module doc); ``Session`` is the JMS face on top of it."""
 
@@ -466,27 +479,26 @@ class SessionEngine:
                 "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
                 "was not committed; call rollback() and send again"
             )
-        rollback_only, tx, epoch = self._rollback_only, self._tx, self._epoch
+        rollback_only, epoch = self._rollback_only, self._epoch
         consumed = list(self._unacked)
-        deferred = list(self._deferred)
-        abandon = list(self._deferred_abandon)
         if rollback_only is not None:
             await self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
-        if not consumed and tx is None:
+        if not consumed and self._tx is None:
             return
         adapter = self._connection.adapter
         acks_in_transaction = adapter.capabilities.transactional_acks
         try:
-            if tx is None:  # only consumed messages: the broker transaction for their ACKs starts now
-                tx = await self.transaction_for_send()
-                assert tx is not None
-            # This commit owns the transaction now: a send made meanwhile (by a caller whose commit was
-            # cancelled) starts the next one.
-            self._tx = None
-            self._deferred = []
-            self._deferred_abandon = []
-            after, self._after_commit = self._after_commit, []
+            await self.transaction_for_send()  # only consumed messages: their ACKs' transaction starts now
+        except JMSException as exc:
+            await self._rollback_local(redeliver=True)
+            raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
+        # This commit owns the transaction now: a send made meanwhile (by a caller whose commit was cancelled)
+        # begins the next one, which a failure of this one leaves alone.
+        ending = self._take_open(consumed)
+        tx = ending.tx
+        assert tx is not None
+        try:
             wire = await self._connection.use_wire()
             if acks_in_transaction:
                 for _, pending in consumed:
@@ -495,8 +507,7 @@ class SessionEngine:
             if self._epoch != epoch or self._rollback_only is not None:
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
-            await self._rollback_local(redeliver=True, tx=tx, deferred=deferred)
-            abandon_sends(abandon)
+            await self._rollback_local(redeliver=True, ending=ending)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         try:
             await wire.request(adapter.transaction_frame("COMMIT", tx))
@@ -507,12 +518,11 @@ class SessionEngine:
             await self._forget_transaction(consumed)
             raise commit_in_doubt() from exc
         except JMSException as exc:
-            await self._rollback_local(redeliver=True, tx=tx, deferred=deferred)
-            abandon_sends(abandon)
+            await self._rollback_local(redeliver=True, ending=ending)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         await self._forget_transaction(consumed)
-        await self._await_deferred(deferred)
-        for task in after:
+        await self._await_deferred(ending.deferred)
+        for task in ending.after:
             await task()
         await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
         if not acks_in_transaction:
@@ -549,37 +559,52 @@ class SessionEngine:
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
         await self.settle_sends(mine)
-        await self._rollback_local(redeliver=True)
+        failure = await self._rollback_local(redeliver=True)
+        if failure is not None:
+            raise failure
 
-    async def _rollback_local(
-        self, redeliver: bool, tx: str | None = None, deferred: list[AsyncPendingReceipt] | None = None
-    ) -> None:
-        """ABORT the transaction (the session's open one, or ``tx`` and its ``deferred`` sends, which a commit
-        took) and hand its consumed messages back: redelivered locally, or (closing) to the broker when their
-        consumers detach."""
-        if tx is None:
-            tx, self._tx = self._tx, None
-        if deferred is None:
-            deferred, self._deferred = self._deferred, []
-        self._rollback_only = None
-        self._after_commit = []
-        abandoned, self._deferred_abandon = self._deferred_abandon, []
-        if tx is not None and self._connection.failure is None:
+    def _take_open(self, consumed: list[tuple[MessageConsumer, Pending]]) -> _Ending:
+        """Take the open transaction from the session, which then has none (the next send begins another)."""
+        ending = _Ending(self._tx, consumed, self._deferred, self._deferred_abandon, self._after_commit)
+        self._tx, self._deferred, self._deferred_abandon, self._after_commit = None, [], [], []
+        return ending
+
+    async def _rollback_local(self, redeliver: bool, ending: _Ending | None = None) -> JMSException | None:
+        """ABORT a transaction -- the session's open one, or ``ending``, which a commit took -- and hand what it
+        consumed back: redelivered locally, or (closing) to the broker when their consumers detach.
+
+        The local part happens whatever ABORT's outcome: an ABORT that failed (no receipt in time, refused) is
+        returned, for rollback() to raise once the session is rolled back. Its sends are never committed either
+        way, so their receipts, which the broker sends only at COMMIT where it defers them, are forgotten and
+        their callbacks told."""
+        if ending is None:
+            ending = self._take_open(list(self._unacked))
+            self._rollback_only = None
+        elif self._tx is None:  # no next transaction began: a loss recorded meanwhile was this one's
+            self._rollback_only = None
+        failure: JMSException | None = None
+        if ending.tx is not None and self._connection.failure is None:
             wire = self._connection.wire
             try:
-                await wire.request(self._connection.adapter.transaction_frame("ABORT", tx))
+                await wire.request(self._connection.adapter.transaction_frame("ABORT", ending.tx))
             except ConnectionLostException:
                 log.debug("ABORT lost with the connection; the broker discards the transaction anyway")
+            except JMSException as exc:
+                log.warning("the broker did not confirm ABORT of a rolled-back transaction: %s", exc)
+                failure = exc
             finally:
-                wire.discard(deferred)  # aborted sends are never answered; their callbacks hear so below
-        abandon_sends(abandoned)
-        batch, self._unacked = self._unacked, []
+                wire.discard(ending.deferred)
+        abandon_sends(ending.abandon)
+        done = {id(p) for _, p in ending.consumed}
+        batch = [(c, p) for c, p in self._unacked if id(p) in done]
+        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
         if redeliver:
             self._redeliver_locally(batch)
         else:  # closing: they go back to the broker when their consumers detach
             for consumer, pending in batch:
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
         await self._release_closed()
+        return failure
 
     async def send(
         self,

@@ -1,0 +1,130 @@
+"""A scripted STOMP peer that answers transactions as RabbitMQ does, and fails ABORT or COMMIT on request.
+
+RabbitMQ answers a transactional SEND's receipt only at COMMIT and never after ABORT (raw control against
+RabbitMQ 3.10: BEGIN, SEND receipt:s1, ABORT receipt:a1, SEND receipt:s2 is answered with a1 and s2 only; the
+real-broker tests are in test_security.py). What no broker does on demand is fail the end of a transaction, so
+this peer does, to test jmslike's side of it:
+
+- ``abort="silent"``: ABORT is never answered (its receipt times out); ``abort="error"``: an ERROR names it;
+- ``refuse_first_commit``: the first COMMIT gets an ERROR naming its receipt, sent only once a SEND of another
+  transaction has arrived, so a test can make that send while the refused COMMIT is in flight.
+
+It records every command it reads (``commands``, waited for with :meth:`wait_for`).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+
+DEADLINE_S = 30.0
+CONNECTED = b"CONNECTED\nversion:1.2\nserver:RabbitMQ/3.10.8\nheart-beat:0,0\n\n\x00"
+
+
+def _header(frame: bytes, name: bytes) -> bytes | None:
+    found = re.search(rb"\n" + name + rb":([^\n]*)\n", frame)
+    return found.group(1) if found else None
+
+
+def _receipt(receipt_id: bytes) -> bytes:
+    return b"RECEIPT\nreceipt-id:" + receipt_id + b"\n\n\x00"
+
+
+def _error(receipt_id: bytes, message: bytes) -> bytes:
+    return b"ERROR\nreceipt-id:" + receipt_id + b"\nmessage:" + message + b"\n\n" + message + b"\x00"
+
+
+class TransactionPeer:
+    """Accepts one connection and answers it as the module docstring says."""
+
+    def __init__(self, abort: str = "answer", refuse_first_commit: bool = False) -> None:
+        assert abort in ("answer", "silent", "error")
+        self.abort = abort
+        self.refuse_first_commit = refuse_first_commit
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.commands: list[str] = []
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def url(self, **options: str) -> str:
+        query = "&".join(f"{k}={v}" for k, v in {"heartbeat_ms": "0", **options}.items())
+        return f"rabbitmq://127.0.0.1:{self.port}?{query}"
+
+    def wait_for(self, command: str, count: int = 1) -> None:
+        """Until ``count`` frames of ``command`` have arrived (fails after the deadline)."""
+        with self.cond:
+            assert self.cond.wait_for(lambda: self.commands.count(command) >= count, DEADLINE_S), (
+                self.commands
+            )
+
+    def _run(self) -> None:
+        self.listener.settimeout(DEADLINE_S)
+        conn, _ = self.listener.accept()
+        buffer = b""
+        held: dict[
+            bytes, list[bytes]
+        ] = {}  # transaction -> receipts its SENDs wait for (RabbitMQ: until COMMIT)
+        refused_commit: tuple[bytes, bytes] | None = None  # (transaction, receipt) of the COMMIT to refuse
+        with conn:
+            while True:
+                try:
+                    chunk = conn.recv(65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                buffer += chunk
+                *frames, buffer = buffer.split(b"\x00")
+                out: list[bytes] = []
+                for frame in frames:
+                    frame = frame.lstrip(b"\r\n")
+                    if not frame:
+                        continue
+                    command = frame.split(b"\n", 1)[0].decode()
+                    with self.cond:
+                        self.commands.append(command)
+                        self.cond.notify_all()
+                    receipt, tx = _header(frame, b"receipt"), _header(frame, b"transaction")
+                    if command in ("CONNECT", "STOMP"):
+                        out.append(CONNECTED)
+                        continue
+                    if command == "SEND" and tx is not None:
+                        if refused_commit is not None and tx != refused_commit[0]:
+                            out.append(_error(refused_commit[1], b"commit refused"))
+                            refused_commit = None
+                        if receipt is not None:
+                            held.setdefault(tx, []).append(receipt)
+                        continue
+                    if (
+                        command == "COMMIT"
+                        and tx is not None
+                        and receipt is not None
+                        and self.refuse_first_commit
+                    ):
+                        self.refuse_first_commit = False
+                        held.pop(tx, None)
+                        refused_commit = (tx, receipt)
+                        continue
+                    if command == "COMMIT" and tx is not None:
+                        out.extend(_receipt(r) for r in held.pop(tx, []))
+                    if command == "ABORT" and tx is not None:
+                        held.pop(tx, None)
+                        if self.abort == "silent":
+                            continue
+                        if self.abort == "error" and receipt is not None:
+                            out.append(_error(receipt, b"no such transaction"))
+                            continue
+                    if receipt is not None:
+                        out.append(_receipt(receipt))
+                    if command == "DISCONNECT":
+                        conn.sendall(b"".join(out))
+                        return
+                if out:
+                    conn.sendall(b"".join(out))
+
+    def stop(self) -> None:
+        self.listener.close()
+        self.thread.join(DEADLINE_S)
