@@ -305,6 +305,8 @@ def _send_atomically(
                 wire.request(adapter.transaction_frame("ABORT", transaction))
             except JMSException:
                 log.debug("ABORT of a failed retained send failed", exc_info=True)
+            finally:
+                wire.discard(waiting)  # never answered once aborted (Wire.discard)
             raise
         try:
             wire.request(adapter.transaction_frame("COMMIT", transaction))

@@ -80,6 +80,8 @@ async def _atomically(connection: Connection, publication: retained.Publication)
             await wire.request(adapter.transaction_frame("ABORT", transaction))
         except JMSException:
             log.debug("ABORT of a failed retained send failed", exc_info=True)
+        finally:
+            wire.discard(waiting)  # never answered once aborted (Wire.discard)
         raise
     try:
         await wire.request(adapter.transaction_frame("COMMIT", transaction))
