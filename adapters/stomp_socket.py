@@ -386,6 +386,9 @@ class StompSocket:
         self._end_lock = threading.Lock()
         self._ended = False
         self._abort_reason: str | None = None  # why abort() asked the reader to end the connection
+        self._stall_reason = (
+            False  # _abort_reason is only _stalled's: a writer's abort(reason) says it better
+        )
         self._stop = threading.Event()  # wakes the heart-beat thread
         self._reader: threading.Thread | None = None
         self._quick_ack = quick_ack and _TCP_QUICKACK is not None
@@ -457,8 +460,8 @@ class StompSocket:
         with self._end_lock:
             reader = self._reader
             delegate = reader is not None and reader is not threading.current_thread() and reader.is_alive()
-            if delegate and self._abort_reason is None and not self._ended:
-                self._abort_reason = reason
+            if reason is not None and not self._ended and (self._abort_reason is None or self._stall_reason):
+                self._abort_reason, self._stall_reason = reason, False
         if delegate:
             assert reader is not None
             self._shutdown()
@@ -632,11 +635,14 @@ class StompSocket:
         lock is released. The writer drops the connection only after that, and a writer waiting for the lock
         would have written its frame behind the partial one; it now fails at once (EPIPE: SocketClosed). The
         stall is recorded first as the reason the connection ends with, so a writer failing that way, or the
-        reader seeing the end, cannot report a bare loss before the stalled writer gets to ``abort``."""
+        reader seeing the end, cannot report a bare loss before the stalled writer gets to ``abort``; the
+        stalled writer's own reason (which names its frame) replaces it if it gets there first. Not while
+        connecting or disconnecting: a stalled CONNECT raises to ``open``, and a stalled DISCONNECT ends a
+        connection being closed, which is no failure."""
         reason = f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
         with self._end_lock:
-            if self._abort_reason is None and not self._ended:
-                self._abort_reason = reason
+            if self._abort_reason is None and not self._ended and self._protocol.state == "connected":
+                self._abort_reason, self._stall_reason = reason, True
         with contextlib.suppress(OSError):
             socket.socket.shutdown(sock, socket.SHUT_WR)
         raise WriteStalled(reason)
