@@ -108,7 +108,11 @@ class SessionEngine:
         # Work that needs the transaction committed (jmslike.aio.retained).
         self._after_commit: list[Callable[[], Awaitable[None]]] = []
         self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
-        self._rollback_only: str | None = None
+        self._rollback_only: str | None = None  # the open transaction's: lost with the connection
+        # Transactions taken by a commit or rollback still under way (_take_open): a send or receive meanwhile
+        # belongs to the next one, and a consumer whose delivery they hold is not detached yet.
+        self._ending: list[_Ending] = []
+        self._beginning: asyncio.Future[str] | None = None  # a BEGIN under way, which other sends wait for
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
         self._stopping = False
@@ -445,12 +449,26 @@ class SessionEngine:
             raise TransactionRolledBackException(
                 f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
             )
-        if self._tx is None:
-            tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
+        if self._tx is not None:
+            return self._tx
+        if self._beginning is None:  # one BEGIN at a time: a send made meanwhile joins it
+            self._beginning = asyncio.ensure_future(self._begin())
+        return await asyncio.shield(self._beginning)
+
+    async def _begin(self) -> str:
+        tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
+        epoch = self._epoch
+        try:
             wire = await self._connection.use_wire()
             await wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
+            if self._epoch != epoch:  # answered, then lost before this task ran again
+                raise ConnectionLostException(
+                    "the connection to the broker was lost while beginning a transaction"
+                )
             self._tx = tx
-        return self._tx
+            return tx
+        finally:
+            self._beginning = None
 
     def defer_receipt(self, pending: AsyncPendingReceipt) -> None:
         """A transactional send whose receipt the broker sends only after COMMIT: ``commit()`` waits for it."""
@@ -501,10 +519,10 @@ class SessionEngine:
         try:
             wire = await self._connection.use_wire()
             if acks_in_transaction:
-                for _, pending in consumed:
+                for _, pending in ending.consumed:
                     if not pending.incoming.local:
                         await wire.post(adapter.ack_frame(pending.incoming, tx))
-            if self._epoch != epoch or self._rollback_only is not None:
+            if self._epoch != epoch:
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
             await self._rollback_local(redeliver=True, ending=ending)
@@ -512,15 +530,15 @@ class SessionEngine:
         try:
             await wire.request(adapter.transaction_frame("COMMIT", tx))
         except ConnectionLostException as exc:
-            await self._forget_transaction(consumed)
+            await self._forget_transaction(ending)
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
-            await self._forget_transaction(consumed)
+            await self._forget_transaction(ending)
             raise commit_in_doubt() from exc
         except JMSException as exc:
             await self._rollback_local(redeliver=True, ending=ending)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
-        await self._forget_transaction(consumed)
+        await self._forget_transaction(ending)
         await self._await_deferred(ending.deferred)
         for task in ending.after:
             await task()
@@ -529,7 +547,7 @@ class SessionEngine:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
             # flagged redelivered (at-least-once for consumption on such brokers).
             try:
-                await self._send_acks([p for _, p in consumed], None)
+                await self._send_acks([p for _, p in ending.consumed], None)
             except JMSException as exc:
                 self._connection.report(exc)
 
@@ -542,11 +560,11 @@ class SessionEngine:
             if error is not None:
                 raise error
 
-    async def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
-        """The transaction is over (committed, or its outcome reported as unknown): the next starts clean."""
-        done = {id(p) for _, p in consumed}
-        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
-        self._rollback_only = None
+    async def _forget_transaction(self, ending: _Ending) -> None:
+        """``ending`` is over (committed, or its outcome reported as unknown); the session's open transaction,
+        if a send or receive began one meanwhile, is another's and stays as it is."""
+        self._ending.remove(ending)
+        self.wake()
         await self._release_closed()
 
     async def rollback(self) -> None:
@@ -564,9 +582,15 @@ class SessionEngine:
             raise failure
 
     def _take_open(self, consumed: list[tuple[MessageConsumer, Pending]]) -> _Ending:
-        """Take the open transaction from the session, which then has none (the next send begins another)."""
-        ending = _Ending(self._tx, consumed, self._deferred, self._deferred_abandon, self._after_commit)
+        """Take the open transaction from the session, with those of ``consumed`` still unacknowledged (a
+        rollback meanwhile may have handed some back): the session then has none, and what a send or receive
+        does next begins another."""
+        wanted = {id(p) for _, p in consumed}
+        taken = [(c, p) for c, p in self._unacked if id(p) in wanted]
+        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in wanted]
+        ending = _Ending(self._tx, taken, self._deferred, self._deferred_abandon, self._after_commit)
         self._tx, self._deferred, self._deferred_abandon, self._after_commit = None, [], [], []
+        self._ending.append(ending)
         return ending
 
     async def _rollback_local(self, redeliver: bool, ending: _Ending | None = None) -> JMSException | None:
@@ -579,8 +603,6 @@ class SessionEngine:
         their callbacks told."""
         if ending is None:
             ending = self._take_open(list(self._unacked))
-            self._rollback_only = None
-        elif self._tx is None:  # no next transaction began: a loss recorded meanwhile was this one's
             self._rollback_only = None
         failure: JMSException | None = None
         if ending.tx is not None and self._connection.failure is None:
@@ -595,13 +617,12 @@ class SessionEngine:
             finally:
                 wire.discard(ending.deferred)
         abandon_sends(ending.abandon)
-        done = {id(p) for _, p in ending.consumed}
-        batch = [(c, p) for c, p in self._unacked if id(p) in done]
-        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
+        self._ending.remove(ending)
+        self.wake()
         if redeliver:
-            self._redeliver_locally(batch)
+            self._redeliver_locally(ending.consumed)
         else:  # closing: they go back to the broker when their consumers detach
-            for consumer, pending in batch:
+            for consumer, pending in ending.consumed:
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
         await self._release_closed()
         return failure
@@ -900,18 +921,34 @@ class SessionEngine:
         if consumer in self._consumers:
             self._consumers.remove(consumer)
         self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
-        owed = any(c is consumer for c, _ in self._unacked) or (
-            self._current is not None and self._current[0] is consumer
-        )
+        owed = self._owes(consumer) or (self._current is not None and self._current[0] is consumer)
         self.wake()
         if owed:
             self._closing.append(consumer)
         else:
             await self._detach(consumer)
 
+    async def _endings_done(self) -> None:
+        """Wait (at most the receipt timeout) for commits and rollbacks under way, whose callers may have been
+        cancelled: close() detaches consumers whose deliveries they acknowledge or hand back."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
+        while self._ending:
+            changed = self._changed
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not await _changed_within(changed, remaining):
+                log.warning("closing a session while a commit or rollback of it is still under way")
+                return
+
+    def _owes(self, consumer: MessageConsumer) -> bool:
+        """Whether a delivery of ``consumer`` is unacknowledged, in the open transaction or one ending."""
+        return any(c is consumer for c, _ in self._unacked) or any(
+            c is consumer for ending in self._ending for c, _ in ending.consumed
+        )
+
     async def _release_closed(self) -> None:
         current = self._current[0] if self._current is not None else None
-        settled = [c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)]
+        settled = [c for c in self._closing if c is not current and not self._owes(c)]
         self._closing = [c for c in self._closing if c not in settled]
         for consumer in settled:
             await self._detach(consumer)
@@ -966,6 +1003,7 @@ class SessionEngine:
         self._stopping = True
         self.wake()
         await self.idle()
+        await self._endings_done()
         if self._background:  # subscriptions of cancelled createConsumer calls end first
             await asyncio.wait(set(self._background))
         if self._connection.failure is None:
@@ -998,6 +1036,8 @@ class SessionEngine:
         if self.transacted and (self._unacked or self._tx is not None):
             self._rollback_only = "the connection to the broker was lost during the transaction"
         self._unacked = []
+        for ending in self._ending:  # a commit under way fails; what it consumed the broker has again
+            ending.consumed.clear()
         for consumer in self._closing:  # their subscriptions died with the connection
             self._connection.unregister_consumer(consumer)
         self._closing = []

@@ -17,7 +17,8 @@ import pytest
 from transaction_peer import TransactionPeer
 
 from jmslike import ConnectionFactory, JMSException, Session, aio
-from jmslike.exceptions import JMSTimeoutException
+from jmslike.conformance.suite.helpers import text_of
+from jmslike.exceptions import ConnectionLostException, JMSTimeoutException, TransactionRolledBackException
 from jmslike.messages import Message
 
 pytestmark = pytest.mark.timeout(90)
@@ -133,5 +134,98 @@ def test_a_refused_commit_leaves_the_next_transaction_alone_in_the_asyncio_api(
             await session.commit()
             assert heard.events == ["first: TransactionRolledBackException", "second: completed"]
             assert peer.commands[1:] == ["BEGIN", "SEND", "COMMIT", "BEGIN", "SEND", "ABORT", "COMMIT"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_send_made_while_commit_is_lost_rolls_back_with_the_connection_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """The connection is lost while COMMIT is in flight, after a send began the next transaction: the first
+    commit's outcome is unknown, and the next commit must say its transaction was rolled back, not return as
+    if the send had been committed (its SEND died with the connection)."""
+    peer = TransactionPeer(lose_first_commit=True)
+    peers.append(peer)
+
+    async def scenario() -> None:
+        connection = await aio.ConnectionFactory(peer.url(receipt_timeout_ms="5000")).createConnection()
+        connection.setExceptionListener(lambda exc: None)
+        try:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("first"))
+            first_commit = asyncio.ensure_future(session.commit())
+            await asyncio.to_thread(peer.wait_for, "COMMIT")
+            await producer.send(session.createTextMessage("second"))  # the peer then drops the connection
+            with pytest.raises(ConnectionLostException):
+                await first_commit
+            with pytest.raises(TransactionRolledBackException):
+                await session.commit()
+        finally:
+            await connection.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_cancelled_commit_acknowledges_its_messages_once_and_close_waits_for_it(
+    peers: list[TransactionPeer],
+) -> None:
+    """A commit whose caller was cancelled runs on and owns what it consumed: a second commit has nothing to
+    acknowledge again, and close() lets the first one end before the consumer's subscription goes (no NACK of
+    a message the commit acknowledges)."""
+    peer = TransactionPeer(hold_first="COMMIT", deliver=b"hello")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        connection = await aio.ConnectionFactory(peer.url(receipt_timeout_ms="5000")).createConnection()
+        try:
+            await connection.start()
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            consumer = await session.createConsumer(session.createQueue("q"))
+            assert text_of(await consumer.receive(5000)) == "hello"
+            first_commit = asyncio.ensure_future(session.commit())
+            await asyncio.to_thread(peer.wait_for, "COMMIT")
+            first_commit.cancel()
+            await asyncio.gather(first_commit, return_exceptions=True)
+            await session.commit()  # nothing consumed since: nothing to acknowledge
+            closing = asyncio.ensure_future(session.close())
+            peer.release()
+            await closing
+        finally:
+            await connection.close()
+        assert peer.acks == [peer.acks[0]] and peer.acks[0] is not None, (
+            peer.acks
+        )  # one ACK, in the transaction
+        after = peer.commands[peer.commands.index("SUBSCRIBE") :]
+        assert after.index("ACK") < after.index("COMMIT") < after.index("UNSUBSCRIBE"), after
+        assert "NACK" not in after
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_sends_waiting_for_one_begin_join_one_transaction_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """Two sends of a transacted session made while its BEGIN is unanswered: one BEGIN, both in that
+    transaction, both committed (a second BEGIN used to replace the first, whose send was then never
+    committed)."""
+    peer = TransactionPeer(hold_first="BEGIN")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with await aio.ConnectionFactory(
+            peer.url(receipt_timeout_ms="5000")
+        ).createConnection() as connection:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue("q"))
+            first = asyncio.ensure_future(producer.send(session.createTextMessage("first")))
+            await asyncio.to_thread(peer.wait_for, "BEGIN")
+            second = asyncio.ensure_future(producer.send(session.createTextMessage("second")))
+            await asyncio.sleep(0)  # a yield: the second send is waiting for the BEGIN under way
+            peer.release()
+            await asyncio.gather(first, second)
+            await session.commit()
+        assert peer.commands.count("BEGIN") == 1, peer.commands
+        assert peer.commands[1:5] == ["BEGIN", "SEND", "SEND", "COMMIT"], peer.commands
 
     asyncio.run(asyncio.wait_for(scenario(), 60))

@@ -7,9 +7,13 @@ this peer does, to test jmslike's side of it:
 
 - ``abort="silent"``: ABORT is never answered (its receipt times out); ``abort="error"``: an ERROR names it;
 - ``refuse_first_commit``: the first COMMIT gets an ERROR naming its receipt, sent only once a SEND of another
-  transaction has arrived, so a test can make that send while the refused COMMIT is in flight.
+  transaction has arrived, so a test can make that send while the refused COMMIT is in flight;
+  ``lose_first_commit``: the same, but the connection is closed instead (lost during COMMIT);
+- ``hold_first``: the answer to the first frame of that command (BEGIN, COMMIT) waits for :meth:`release`;
+- ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``).
 
-It records every command it reads (``commands``, waited for with :meth:`wait_for`).
+It records every command it reads (``commands``, waited for with :meth:`wait_for`), and the transaction of every
+ACK (``acks``).
 """
 
 from __future__ import annotations
@@ -38,10 +42,24 @@ def _error(receipt_id: bytes, message: bytes) -> bytes:
 class TransactionPeer:
     """Accepts one connection and answers it as the module docstring says."""
 
-    def __init__(self, abort: str = "answer", refuse_first_commit: bool = False) -> None:
+    def __init__(
+        self,
+        abort: str = "answer",
+        refuse_first_commit: bool = False,
+        lose_first_commit: bool = False,
+        hold_first: str | None = None,
+        deliver: bytes | None = None,
+    ) -> None:
         assert abort in ("answer", "silent", "error")
         self.abort = abort
-        self.refuse_first_commit = refuse_first_commit
+        self.refuse_first_commit = refuse_first_commit or lose_first_commit
+        self.lose = lose_first_commit
+        self.hold_first = hold_first
+        self.deliver = deliver
+        self.acks: list[bytes | None] = []
+        self.held: list[bytes] = []
+        self.conn: socket.socket | None = None
+        self.send_lock = threading.Lock()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.commands: list[str] = []
@@ -60,9 +78,16 @@ class TransactionPeer:
                 self.commands
             )
 
+    def release(self) -> None:
+        """Send the answer held back (``hold_first``)."""
+        with self.send_lock:
+            assert self.conn is not None
+            self.conn.sendall(b"".join(self.held))
+
     def _run(self) -> None:
         self.listener.settimeout(DEADLINE_S)
         conn, _ = self.listener.accept()
+        self.conn = conn
         buffer = b""
         held: dict[
             bytes, list[bytes]
@@ -93,6 +118,8 @@ class TransactionPeer:
                         continue
                     if command == "SEND" and tx is not None:
                         if refused_commit is not None and tx != refused_commit[0]:
+                            if self.lose:
+                                return
                             out.append(_error(refused_commit[1], b"commit refused"))
                             refused_commit = None
                         if receipt is not None:
@@ -110,6 +137,20 @@ class TransactionPeer:
                         continue
                     if command == "COMMIT" and tx is not None:
                         out.extend(_receipt(r) for r in held.pop(tx, []))
+                    if command == "ACK":
+                        self.acks.append(tx)
+                    if command == "SUBSCRIBE" and self.deliver is not None:
+                        out.append(
+                            b"MESSAGE\ndestination:/queue/q\nmessage-id:m0\nack:a0\nsubscription:"
+                            + (_header(frame, b"id") or b"")
+                            + b"\n\n"
+                            + self.deliver
+                            + b"\x00"
+                        )
+                    if command == self.hold_first and receipt is not None:
+                        self.hold_first = None
+                        self.held.append(_receipt(receipt))
+                        continue
                     if command == "ABORT" and tx is not None:
                         held.pop(tx, None)
                         if self.abort == "silent":
@@ -120,10 +161,12 @@ class TransactionPeer:
                     if receipt is not None:
                         out.append(_receipt(receipt))
                     if command == "DISCONNECT":
-                        conn.sendall(b"".join(out))
+                        with self.send_lock:
+                            conn.sendall(b"".join(out))
                         return
                 if out:
-                    conn.sendall(b"".join(out))
+                    with self.send_lock:
+                        conn.sendall(b"".join(out))
 
     def stop(self) -> None:
         self.listener.close()
