@@ -108,11 +108,11 @@ class SessionEngine:
         # Work that needs the transaction committed (jmslike.aio.retained).
         self._after_commit: list[Callable[[], Awaitable[None]]] = []
         self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
-        self._rollback_only: str | None = None  # the open transaction's: lost with the connection
-        # Transactions taken by a commit or rollback still under way (_take_open): a send or receive meanwhile
-        # belongs to the next one, and a consumer whose delivery they hold is not detached yet.
-        self._ending: list[_Ending] = []
-        self._beginning: asyncio.Future[str] | None = None  # a BEGIN under way, which other sends wait for
+        self._rollback_only: str | None = None
+        # One transaction boundary at a time: a commit, a rollback, a close's rollback and a send's BEGIN each
+        # hold this. A commit whose caller was cancelled runs on (_run_to_end), and what the session does next
+        # (send, commit, rollback, close) waits for it rather than slipping into it.
+        self._boundary = asyncio.Lock()
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
         self._stopping = False
@@ -451,24 +451,26 @@ class SessionEngine:
             )
         if self._tx is not None:
             return self._tx
-        if self._beginning is None:  # one BEGIN at a time: a send made meanwhile joins it
-            self._beginning = asyncio.ensure_future(self._begin())
-        return await asyncio.shield(self._beginning)
+        async with self._boundary:  # after a commit under way; one BEGIN for the sends waiting here
+            return await self._begin()
 
     async def _begin(self) -> str:
-        tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
-        epoch = self._epoch
-        try:
+        """The open transaction, begun now if there is none (the caller holds ``_boundary``)."""
+        if self._rollback_only is not None:
+            raise TransactionRolledBackException(
+                f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
+            )
+        if self._tx is None:
+            tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
             wire = await self._connection.use_wire()
+            epoch = self._epoch
             await wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
             if self._epoch != epoch:  # answered, then lost before this task ran again
                 raise ConnectionLostException(
                     "the connection to the broker was lost while beginning a transaction"
                 )
             self._tx = tx
-            return tx
-        finally:
-            self._beginning = None
+        return self._tx
 
     def defer_receipt(self, pending: AsyncPendingReceipt) -> None:
         """A transactional send whose receipt the broker sends only after COMMIT: ``commit()`` waits for it."""
@@ -497,32 +499,45 @@ class SessionEngine:
                 "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
                 "was not committed; call rollback() and send again"
             )
+        async with self._boundary:
+            committed = await self._commit_under_boundary()
+        if committed is None:
+            return
+        await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
+        if not self._connection.adapter.capabilities.transactional_acks:
+            # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
+            # flagged redelivered (at-least-once for consumption on such brokers).
+            try:
+                await self._send_acks([p for _, p in committed], None)
+            except JMSException as exc:
+                self._connection.report(exc)
+        await self._release_closed()  # after those ACKs: a consumer closed meanwhile is detached only now
+
+    async def _commit_under_boundary(self) -> list[tuple[MessageConsumer, Pending]] | None:
+        """COMMIT the open transaction; what it consumed once committed, None when there was nothing."""
         rollback_only, epoch = self._rollback_only, self._epoch
         consumed = list(self._unacked)
         if rollback_only is not None:
             await self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
         if not consumed and self._tx is None:
-            return
+            return None
         adapter = self._connection.adapter
-        acks_in_transaction = adapter.capabilities.transactional_acks
         try:
-            await self.transaction_for_send()  # only consumed messages: their ACKs' transaction starts now
+            await self._begin()  # only consumed messages: their ACKs' transaction starts now
         except JMSException as exc:
             await self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
-        # This commit owns the transaction now: a send made meanwhile (by a caller whose commit was cancelled)
-        # begins the next one, which a failure of this one leaves alone.
         ending = self._take_open(consumed)
         tx = ending.tx
         assert tx is not None
         try:
             wire = await self._connection.use_wire()
-            if acks_in_transaction:
-                for _, pending in ending.consumed:
+            if adapter.capabilities.transactional_acks:
+                for _, pending in consumed:
                     if not pending.incoming.local:
                         await wire.post(adapter.ack_frame(pending.incoming, tx))
-            if self._epoch != epoch:
+            if self._epoch != epoch or self._rollback_only is not None:
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
             await self._rollback_local(redeliver=True, ending=ending)
@@ -530,26 +545,21 @@ class SessionEngine:
         try:
             await wire.request(adapter.transaction_frame("COMMIT", tx))
         except ConnectionLostException as exc:
-            await self._forget_transaction(ending)
+            self._forget_transaction(consumed)
+            await self._release_closed()
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
-            await self._forget_transaction(ending)
+            self._forget_transaction(consumed)
+            await self._release_closed()
             raise commit_in_doubt() from exc
         except JMSException as exc:
             await self._rollback_local(redeliver=True, ending=ending)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
-        await self._forget_transaction(ending)
+        self._forget_transaction(consumed)
         await self._await_deferred(ending.deferred)
         for task in ending.after:
             await task()
-        await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
-        if not acks_in_transaction:
-            # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
-            # flagged redelivered (at-least-once for consumption on such brokers).
-            try:
-                await self._send_acks([p for _, p in ending.consumed], None)
-            except JMSException as exc:
-                self._connection.report(exc)
+        return consumed
 
     async def _await_deferred(self, deferred: list[AsyncPendingReceipt]) -> None:
         loop = asyncio.get_running_loop()
@@ -560,12 +570,12 @@ class SessionEngine:
             if error is not None:
                 raise error
 
-    async def _forget_transaction(self, ending: _Ending) -> None:
-        """``ending`` is over (committed, or its outcome reported as unknown); the session's open transaction,
-        if a send or receive began one meanwhile, is another's and stays as it is."""
-        self._ending.remove(ending)
-        self.wake()
-        await self._release_closed()
+    def _forget_transaction(self, consumed: list[tuple[MessageConsumer, Pending]]) -> None:
+        """The transaction is over (committed, or its outcome reported as unknown): the next starts clean. Its
+        closed consumers are detached by the caller (_release_closed), once their ACKs are sent."""
+        done = {id(p) for _, p in consumed}
+        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
+        self._rollback_only = None
 
     async def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
@@ -577,25 +587,22 @@ class SessionEngine:
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
         await self.settle_sends(mine)
-        failure = await self._rollback_local(redeliver=True)
+        async with self._boundary:
+            failure = await self._rollback_local(redeliver=True)
         if failure is not None:
             raise failure
 
     def _take_open(self, consumed: list[tuple[MessageConsumer, Pending]]) -> _Ending:
-        """Take the open transaction from the session, with those of ``consumed`` still unacknowledged (a
-        rollback meanwhile may have handed some back): the session then has none, and what a send or receive
-        does next begins another."""
-        wanted = {id(p) for _, p in consumed}
-        taken = [(c, p) for c, p in self._unacked if id(p) in wanted]
-        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in wanted]
-        ending = _Ending(self._tx, taken, self._deferred, self._deferred_abandon, self._after_commit)
+        """Take the open transaction from the session, which then has none: a send made meanwhile waits at
+        ``_boundary`` and then begins another."""
+        ending = _Ending(self._tx, consumed, self._deferred, self._deferred_abandon, self._after_commit)
         self._tx, self._deferred, self._deferred_abandon, self._after_commit = None, [], [], []
-        self._ending.append(ending)
         return ending
 
     async def _rollback_local(self, redeliver: bool, ending: _Ending | None = None) -> JMSException | None:
         """ABORT a transaction -- the session's open one, or ``ending``, which a commit took -- and hand what it
-        consumed back: redelivered locally, or (closing) to the broker when their consumers detach.
+        consumed back: redelivered locally, or (closing) to the broker when their consumers detach. The caller
+        holds ``_boundary``.
 
         The local part happens whatever ABORT's outcome: an ABORT that failed (no receipt in time, refused) is
         returned, for rollback() to raise once the session is rolled back. Its sends are never committed either
@@ -603,7 +610,7 @@ class SessionEngine:
         their callbacks told."""
         if ending is None:
             ending = self._take_open(list(self._unacked))
-            self._rollback_only = None
+        self._rollback_only = None  # no next transaction begins while this one ends (_boundary)
         failure: JMSException | None = None
         if ending.tx is not None and self._connection.failure is None:
             wire = self._connection.wire
@@ -617,12 +624,13 @@ class SessionEngine:
             finally:
                 wire.discard(ending.deferred)
         abandon_sends(ending.abandon)
-        self._ending.remove(ending)
-        self.wake()
+        done = {id(p) for _, p in ending.consumed}
+        batch = [(c, p) for c, p in self._unacked if id(p) in done]
+        self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
         if redeliver:
-            self._redeliver_locally(ending.consumed)
+            self._redeliver_locally(batch)
         else:  # closing: they go back to the broker when their consumers detach
-            for consumer, pending in ending.consumed:
+            for consumer, pending in batch:
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
         await self._release_closed()
         return failure
@@ -921,34 +929,18 @@ class SessionEngine:
         if consumer in self._consumers:
             self._consumers.remove(consumer)
         self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
-        owed = self._owes(consumer) or (self._current is not None and self._current[0] is consumer)
+        owed = any(c is consumer for c, _ in self._unacked) or (
+            self._current is not None and self._current[0] is consumer
+        )
         self.wake()
         if owed:
             self._closing.append(consumer)
         else:
             await self._detach(consumer)
 
-    async def _endings_done(self) -> None:
-        """Wait (at most the receipt timeout) for commits and rollbacks under way, whose callers may have been
-        cancelled: close() detaches consumers whose deliveries they acknowledge or hand back."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
-        while self._ending:
-            changed = self._changed
-            remaining = deadline - loop.time()
-            if remaining <= 0 or not await _changed_within(changed, remaining):
-                log.warning("closing a session while a commit or rollback of it is still under way")
-                return
-
-    def _owes(self, consumer: MessageConsumer) -> bool:
-        """Whether a delivery of ``consumer`` is unacknowledged, in the open transaction or one ending."""
-        return any(c is consumer for c, _ in self._unacked) or any(
-            c is consumer for ending in self._ending for c, _ in ending.consumed
-        )
-
     async def _release_closed(self) -> None:
         current = self._current[0] if self._current is not None else None
-        settled = [c for c in self._closing if c is not current and not self._owes(c)]
+        settled = [c for c in self._closing if c is not current and not any(u is c for u, _ in self._unacked)]
         self._closing = [c for c in self._closing if c not in settled]
         for consumer in settled:
             await self._detach(consumer)
@@ -1003,14 +995,14 @@ class SessionEngine:
         self._stopping = True
         self.wake()
         await self.idle()
-        await self._endings_done()
         if self._background:  # subscriptions of cancelled createConsumer calls end first
             await asyncio.wait(set(self._background))
         if self._connection.failure is None:
             if not await self.settle_sends():
                 log.warning("closing a session whose asynchronous sends are still unconfirmed")
             if self.transacted:
-                await self._rollback_local(redeliver=False)
+                async with self._boundary:  # after a commit under way
+                    await self._rollback_local(redeliver=False)
         for consumer in list(self._consumers) + list(self._closing):
             buffered = consumer.stop_taking()
             self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
@@ -1036,8 +1028,6 @@ class SessionEngine:
         if self.transacted and (self._unacked or self._tx is not None):
             self._rollback_only = "the connection to the broker was lost during the transaction"
         self._unacked = []
-        for ending in self._ending:  # a commit under way fails; what it consumed the broker has again
-            ending.consumed.clear()
         for consumer in self._closing:  # their subscriptions died with the connection
             self._connection.unregister_consumer(consumer)
         self._closing = []

@@ -6,10 +6,9 @@ real-broker tests are in test_security.py). What no broker does on demand is fai
 this peer does, to test jmslike's side of it:
 
 - ``abort="silent"``: ABORT is never answered (its receipt times out); ``abort="error"``: an ERROR names it;
-- ``refuse_first_commit``: the first COMMIT gets an ERROR naming its receipt, sent only once a SEND of another
-  transaction has arrived, so a test can make that send while the refused COMMIT is in flight;
-  ``lose_first_commit``: the same, but the connection is closed instead (lost during COMMIT);
-- ``hold_first``: the answer to the first frame of that command (BEGIN, COMMIT) waits for :meth:`release`;
+- ``refuse_first_commit``: the first COMMIT is answered with an ERROR naming its receipt;
+- ``hold_first``: the answer to the first frame of that command (BEGIN, COMMIT) waits for :meth:`release`, so
+  a test can act while that frame is in flight;
 - ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``).
 
 It records every command it reads (``commands``, waited for with :meth:`wait_for`), and the transaction of every
@@ -46,14 +45,12 @@ class TransactionPeer:
         self,
         abort: str = "answer",
         refuse_first_commit: bool = False,
-        lose_first_commit: bool = False,
         hold_first: str | None = None,
         deliver: bytes | None = None,
     ) -> None:
         assert abort in ("answer", "silent", "error")
         self.abort = abort
-        self.refuse_first_commit = refuse_first_commit or lose_first_commit
-        self.lose = lose_first_commit
+        self.refuse_first_commit = refuse_first_commit
         self.hold_first = hold_first
         self.deliver = deliver
         self.acks: list[bytes | None] = []
@@ -89,10 +86,7 @@ class TransactionPeer:
         conn, _ = self.listener.accept()
         self.conn = conn
         buffer = b""
-        held: dict[
-            bytes, list[bytes]
-        ] = {}  # transaction -> receipts its SENDs wait for (RabbitMQ: until COMMIT)
-        refused_commit: tuple[bytes, bytes] | None = None  # (transaction, receipt) of the COMMIT to refuse
+        deferred: dict[bytes, list[bytes]] = {}  # transaction -> its SENDs' receipts (RabbitMQ: until COMMIT)
         with conn:
             while True:
                 try:
@@ -117,26 +111,17 @@ class TransactionPeer:
                         out.append(CONNECTED)
                         continue
                     if command == "SEND" and tx is not None:
-                        if refused_commit is not None and tx != refused_commit[0]:
-                            if self.lose:
-                                return
-                            out.append(_error(refused_commit[1], b"commit refused"))
-                            refused_commit = None
                         if receipt is not None:
-                            held.setdefault(tx, []).append(receipt)
+                            deferred.setdefault(tx, []).append(receipt)
                         continue
-                    if (
-                        command == "COMMIT"
-                        and tx is not None
-                        and receipt is not None
-                        and self.refuse_first_commit
-                    ):
-                        self.refuse_first_commit = False
-                        held.pop(tx, None)
-                        refused_commit = (tx, receipt)
-                        continue
+                    answer = _receipt(receipt) if receipt is not None else b""
                     if command == "COMMIT" and tx is not None:
-                        out.extend(_receipt(r) for r in held.pop(tx, []))
+                        if self.refuse_first_commit:
+                            self.refuse_first_commit = False
+                            deferred.pop(tx, None)
+                            answer = _error(receipt or b"", b"commit refused")
+                        else:
+                            out.extend(_receipt(r) for r in deferred.pop(tx, []))
                     if command == "ACK":
                         self.acks.append(tx)
                     if command == "SUBSCRIBE" and self.deliver is not None:
@@ -147,19 +132,19 @@ class TransactionPeer:
                             + self.deliver
                             + b"\x00"
                         )
-                    if command == self.hold_first and receipt is not None:
+                    if command == self.hold_first and answer:
                         self.hold_first = None
-                        self.held.append(_receipt(receipt))
+                        self.held.append(answer)
                         continue
                     if command == "ABORT" and tx is not None:
-                        held.pop(tx, None)
+                        deferred.pop(tx, None)
                         if self.abort == "silent":
                             continue
                         if self.abort == "error" and receipt is not None:
                             out.append(_error(receipt, b"no such transaction"))
                             continue
-                    if receipt is not None:
-                        out.append(_receipt(receipt))
+                    if answer:
+                        out.append(answer)
                     if command == "DISCONNECT":
                         with self.send_lock:
                             conn.sendall(b"".join(out))
