@@ -113,6 +113,9 @@ class SessionEngine:
         # hold this. A commit whose caller was cancelled runs on (_run_to_end), and what the session does next
         # (send, commit, rollback, close) waits for it rather than slipping into it.
         self._boundary = asyncio.Lock()
+        # The deliveries a commit under way acknowledges: a connection lost meanwhile makes the next transaction
+        # 'rollback only' only if it holds others (received during the commit) or has begun.
+        self._committing: set[int] = set()
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
         self._stopping = False
@@ -451,18 +454,18 @@ class SessionEngine:
             )
         if self._tx is not None:
             return self._tx
+        wire = await self._connection.use_wire()  # a reconnect is waited for side by side, not in turn
         async with self._boundary:  # after a commit under way; one BEGIN for the sends waiting here
-            return await self._begin()
+            return await self._begin(wire)
 
-    async def _begin(self) -> str:
-        """The open transaction, begun now if there is none (the caller holds ``_boundary``)."""
+    async def _begin(self, wire: AsyncWire) -> str:
+        """The open transaction, begun now on ``wire`` if there is none (the caller holds ``_boundary``)."""
         if self._rollback_only is not None:
             raise TransactionRolledBackException(
                 f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
             )
         if self._tx is None:
             tx = f"{self._connection.connection_id}-tx{next(self._tx_ids)}"
-            wire = await self._connection.use_wire()
             epoch = self._epoch
             await wire.request(self._connection.adapter.transaction_frame("BEGIN", tx))
             if self._epoch != epoch:  # answered, then lost before this task ran again
@@ -503,18 +506,27 @@ class SessionEngine:
             committed = await self._commit_under_boundary()
         if committed is None:
             return
+        consumed, ending = committed
+        # Outside the boundary: waiting for what the broker confirms only after COMMIT, and the after-commit
+        # work (removing older retained copies browses, up to 30 s), must not hold the session's next send.
+        await self._await_deferred(ending.deferred)
+        for task in ending.after:
+            await task()
         await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
         if not self._connection.adapter.capabilities.transactional_acks:
             # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
             # flagged redelivered (at-least-once for consumption on such brokers).
             try:
-                await self._send_acks([p for _, p in committed], None)
+                await self._send_acks([p for _, p in consumed], None)
             except JMSException as exc:
                 self._connection.report(exc)
         await self._release_closed()  # after those ACKs: a consumer closed meanwhile is detached only now
 
-    async def _commit_under_boundary(self) -> list[tuple[MessageConsumer, Pending]] | None:
-        """COMMIT the open transaction; what it consumed once committed, None when there was nothing."""
+    async def _commit_under_boundary(
+        self,
+    ) -> tuple[list[tuple[MessageConsumer, Pending]], _Ending] | None:
+        """COMMIT the open transaction; once committed, what it consumed and what it took from the session
+        (None when there was nothing to commit)."""
         rollback_only, epoch = self._rollback_only, self._epoch
         consumed = list(self._unacked)
         if rollback_only is not None:
@@ -522,9 +534,18 @@ class SessionEngine:
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
         if not consumed and self._tx is None:
             return None
+        self._committing = {id(p) for _, p in consumed}
+        try:
+            return await self._commit_consumed(consumed, epoch)
+        finally:
+            self._committing = set()
+
+    async def _commit_consumed(
+        self, consumed: list[tuple[MessageConsumer, Pending]], epoch: int
+    ) -> tuple[list[tuple[MessageConsumer, Pending]], _Ending]:
         adapter = self._connection.adapter
         try:
-            await self._begin()  # only consumed messages: their ACKs' transaction starts now
+            await self._begin(await self._connection.use_wire())  # only consumed messages: their ACKs' one
         except JMSException as exc:
             await self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
@@ -537,7 +558,7 @@ class SessionEngine:
                 for _, pending in consumed:
                     if not pending.incoming.local:
                         await wire.post(adapter.ack_frame(pending.incoming, tx))
-            if self._epoch != epoch or self._rollback_only is not None:
+            if self._epoch != epoch:
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
         except JMSException as exc:
             await self._rollback_local(redeliver=True, ending=ending)
@@ -556,10 +577,7 @@ class SessionEngine:
             await self._rollback_local(redeliver=True, ending=ending)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
-        await self._await_deferred(ending.deferred)
-        for task in ending.after:
-            await task()
-        return consumed
+        return consumed, ending
 
     async def _await_deferred(self, deferred: list[AsyncPendingReceipt]) -> None:
         loop = asyncio.get_running_loop()
@@ -575,7 +593,6 @@ class SessionEngine:
         closed consumers are detached by the caller (_release_closed), once their ACKs are sent."""
         done = {id(p) for _, p in consumed}
         self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
-        self._rollback_only = None
 
     async def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
@@ -608,9 +625,9 @@ class SessionEngine:
         returned, for rollback() to raise once the session is rolled back. Its sends are never committed either
         way, so their receipts, which the broker sends only at COMMIT where it defers them, are forgotten and
         their callbacks told."""
-        if ending is None:
+        if ending is None:  # the open one: 'rollback only' was about it
             ending = self._take_open(list(self._unacked))
-        self._rollback_only = None  # no next transaction begins while this one ends (_boundary)
+            self._rollback_only = None
         failure: JMSException | None = None
         if ending.tx is not None and self._connection.failure is None:
             wire = self._connection.wire
@@ -1025,7 +1042,8 @@ class SessionEngine:
         """The broker has every unacknowledged delivery again: forget them, fail the open transaction."""
         for consumer in self._consumers:
             consumer.inbox.clear()
-        if self.transacted and (self._unacked or self._tx is not None):
+        held = any(id(p) not in self._committing for _, p in self._unacked)
+        if self.transacted and (held or self._tx is not None):
             self._rollback_only = "the connection to the broker was lost during the transaction"
         self._unacked = []
         for consumer in self._closing:  # their subscriptions died with the connection

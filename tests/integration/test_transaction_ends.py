@@ -18,7 +18,7 @@ from transaction_peer import TransactionPeer
 
 from jmslike import ConnectionFactory, JMSException, Session, aio
 from jmslike.conformance.suite.helpers import text_of
-from jmslike.exceptions import JMSTimeoutException
+from jmslike.exceptions import ConnectionLostException, JMSTimeoutException, TransactionRolledBackException
 from jmslike.messages import Message
 
 pytestmark = pytest.mark.timeout(90)
@@ -239,5 +239,75 @@ def test_sends_waiting_for_one_begin_join_one_transaction_in_the_asyncio_api(
             await session.commit()
         assert peer.commands.count("BEGIN") == 1, peer.commands
         assert peer.commands[1:5] == ["BEGIN", "SEND", "SEND", "COMMIT"], peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_message_received_while_a_lost_commit_ran_rolls_its_transaction_back_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """Receiving needs no transaction boundary, so a message can be consumed while a commit is in flight; that
+    message belongs to the next transaction. When the connection is then lost, the commit's outcome is unknown
+    and the next commit must say its transaction was rolled back (the broker has that message again), not
+    return as if it had been acknowledged."""
+    peer = TransactionPeer(hold_first="COMMIT", deliver=b"first")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        connection = await aio.ConnectionFactory(peer.url(receipt_timeout_ms="5000")).createConnection()
+        connection.setExceptionListener(lambda exc: None)
+        try:
+            await connection.start()
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            consumer = await session.createConsumer(session.createQueue("q"))
+            assert text_of(await consumer.receive(5000)) == "first"
+            first_commit = asyncio.ensure_future(session.commit())
+            await asyncio.to_thread(peer.wait_for, "COMMIT")
+            peer.push(b"second")
+            assert text_of(await consumer.receive(5000)) == "second"
+            peer.drop()
+            with pytest.raises(ConnectionLostException):
+                await first_commit
+            with pytest.raises(TransactionRolledBackException):
+                await session.commit()
+        finally:
+            await connection.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_sends_made_during_a_reconnect_wait_for_it_side_by_side_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """Transacted sends made while the connection is being re-established each wait for it (bounded by the
+    receipt timeout) at the same time, not one after another behind the session's transaction boundary."""
+    peer = TransactionPeer()
+    peers.append(peer)
+    timeout_s = 1.0
+
+    async def scenario() -> None:
+        url = peer.url(
+            receipt_timeout_ms=str(int(timeout_s * 1000)),
+            reconnect="true",
+            reconnect_attempts="1000",
+            reconnect_delay_ms="100",
+            reconnect_max_delay_ms="200",
+        )
+        connection = await aio.ConnectionFactory(url).createConnection()
+        connection.setExceptionListener(lambda exc: None)
+        try:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue("q"))
+            peer.drop()  # no reconnect can succeed
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            outcomes = await asyncio.gather(
+                *(producer.send(session.createTextMessage(str(i))) for i in range(5)), return_exceptions=True
+            )
+            elapsed = loop.time() - started
+            assert all(isinstance(outcome, ConnectionLostException) for outcome in outcomes), outcomes
+            assert elapsed < 3 * timeout_s, f"five sends took {elapsed:.1f}s: they waited in turn"
+        finally:
+            await connection.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))

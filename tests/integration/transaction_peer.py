@@ -9,7 +9,8 @@ this peer does, to test jmslike's side of it:
 - ``refuse_first_commit``: the first COMMIT is answered with an ERROR naming its receipt;
 - ``hold_first``: the answer to the first frame of that command (BEGIN, COMMIT) waits for :meth:`release`, so
   a test can act while that frame is in flight;
-- ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``).
+- ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``); :meth:`push` sends
+  another, :meth:`drop` ends the connection and stops listening.
 
 It records every command it reads (``commands``, waited for with :meth:`wait_for`), and the transaction of every
 ACK (``acks``).
@@ -56,6 +57,7 @@ class TransactionPeer:
         self.acks: list[bytes | None] = []
         self.held: list[bytes] = []
         self.conn: socket.socket | None = None
+        self.subscription: bytes | None = None
         self.send_lock = threading.Lock()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
@@ -80,6 +82,25 @@ class TransactionPeer:
         with self.send_lock:
             assert self.conn is not None
             self.conn.sendall(b"".join(self.held))
+
+    def push(self, body: bytes) -> None:
+        """Deliver one more MESSAGE on the subscription ``deliver`` answered (ack id ``a1``)."""
+        with self.send_lock:
+            assert self.conn is not None and self.subscription is not None
+            self.conn.sendall(
+                b"MESSAGE\ndestination:/queue/q\nmessage-id:m1\nack:a1\nsubscription:"
+                + self.subscription
+                + b"\n\n"
+                + body
+                + b"\x00"
+            )
+
+    def drop(self) -> None:
+        """Close the connection and stop listening: the broker is gone."""
+        self.listener.close()
+        with self.send_lock:
+            assert self.conn is not None
+            self.conn.shutdown(socket.SHUT_RDWR)
 
     def _run(self) -> None:
         self.listener.settimeout(DEADLINE_S)
@@ -125,6 +146,7 @@ class TransactionPeer:
                     if command == "ACK":
                         self.acks.append(tx)
                     if command == "SUBSCRIBE" and self.deliver is not None:
+                        self.subscription = _header(frame, b"id") or b""
                         out.append(
                             b"MESSAGE\ndestination:/queue/q\nmessage-id:m0\nack:a0\nsubscription:"
                             + (_header(frame, b"id") or b"")
