@@ -113,9 +113,9 @@ class SessionEngine:
         # hold this. A commit whose caller was cancelled runs on (_run_to_end), and what the session does next
         # (send, commit, rollback, close) waits for it rather than slipping into it.
         self._boundary = asyncio.Lock()
-        # The deliveries a commit under way acknowledges: a connection lost meanwhile makes the next transaction
-        # 'rollback only' only if it holds others (received during the commit) or has begun.
-        self._committing: set[int] = set()
+        # The deliveries of a transaction being ended (a commit or rollback under way): a connection lost meanwhile
+        # makes the next transaction 'rollback only' only if it holds others (received meanwhile) or has begun.
+        self._ending_ids: set[int] = set()
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
         self._stopping = False
@@ -455,8 +455,22 @@ class SessionEngine:
         if self._tx is not None:
             return self._tx
         wire = await self._connection.use_wire()  # a reconnect is waited for side by side, not in turn
-        async with self._boundary:  # after a commit under way; one BEGIN for the sends waiting here
+        timeout_s = self._connection.config.receipt_timeout_ms / 1000
+        try:  # behind a commit under way, or another send's BEGIN: bounded by the receipt timeout
+            async with asyncio.timeout(timeout_s):
+                await self._boundary.acquire()
+        except TimeoutError:
+            raise JMSTimeoutException(
+                f"no transaction could begin within {timeout_s:.1f}s (receipt_timeout_ms): the session was "
+                "ending or beginning one (a commit whose caller was cancelled, or another send's BEGIN) all "
+                "that time; nothing was sent: send again"
+            ) from None
+        try:
+            if not wire.is_open:  # lost while this send waited: the reconnected one (use_wire waits, bounded)
+                wire = await self._connection.use_wire()
             return await self._begin(wire)
+        finally:
+            self._boundary.release()
 
     async def _begin(self, wire: AsyncWire) -> str:
         """The open transaction, begun now on ``wire`` if there is none (the caller holds ``_boundary``)."""
@@ -534,11 +548,11 @@ class SessionEngine:
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
         if not consumed and self._tx is None:
             return None
-        self._committing = {id(p) for _, p in consumed}
+        self._ending_ids = {id(p) for _, p in consumed}
         try:
             return await self._commit_consumed(consumed, epoch)
         finally:
-            self._committing = set()
+            self._ending_ids = set()
 
     async def _commit_consumed(
         self, consumed: list[tuple[MessageConsumer, Pending]], epoch: int
@@ -547,7 +561,9 @@ class SessionEngine:
         try:
             await self._begin(await self._connection.use_wire())  # only consumed messages: their ACKs' one
         except JMSException as exc:
-            await self._rollback_local(redeliver=True)
+            # This commit's transaction only: a message received meanwhile is the next one's, and a loss
+            # meanwhile left that one 'rollback only'.
+            await self._rollback_local(redeliver=True, ending=self._take_open(consumed))
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
         ending = self._take_open(consumed)
         tx = ending.tx
@@ -625,12 +641,15 @@ class SessionEngine:
         returned, for rollback() to raise once the session is rolled back. Its sends are never committed either
         way, so their receipts, which the broker sends only at COMMIT where it defers them, are forgotten and
         their callbacks told."""
+        owned = self._ending_ids
         if ending is None:  # the open one: 'rollback only' was about it
             ending = self._take_open(list(self._unacked))
             self._rollback_only = None
+            owned = {id(p) for _, p in ending.consumed}
         failure: JMSException | None = None
         if ending.tx is not None and self._connection.failure is None:
             wire = self._connection.wire
+            outer, self._ending_ids = self._ending_ids, owned  # a loss during ABORT is this transaction's
             try:
                 await wire.request(self._connection.adapter.transaction_frame("ABORT", ending.tx))
             except ConnectionLostException:
@@ -639,6 +658,7 @@ class SessionEngine:
                 log.warning("the broker did not confirm ABORT of a rolled-back transaction: %s", exc)
                 failure = exc
             finally:
+                self._ending_ids = outer
                 wire.discard(ending.deferred)
         abandon_sends(ending.abandon)
         done = {id(p) for _, p in ending.consumed}
@@ -1042,7 +1062,7 @@ class SessionEngine:
         """The broker has every unacknowledged delivery again: forget them, fail the open transaction."""
         for consumer in self._consumers:
             consumer.inbox.clear()
-        held = any(id(p) not in self._committing for _, p in self._unacked)
+        held = any(id(p) not in self._ending_ids for _, p in self._unacked)
         if self.transacted and (held or self._tx is not None):
             self._rollback_only = "the connection to the broker was lost during the transaction"
         self._unacked = []

@@ -243,14 +243,15 @@ def test_sends_waiting_for_one_begin_join_one_transaction_in_the_asyncio_api(
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
+@pytest.mark.parametrize("held", ["COMMIT", "BEGIN"])
 def test_a_message_received_while_a_lost_commit_ran_rolls_its_transaction_back_in_the_asyncio_api(
-    peers: list[TransactionPeer],
+    peers: list[TransactionPeer], held: str
 ) -> None:
     """Receiving needs no transaction boundary, so a message can be consumed while a commit is in flight; that
     message belongs to the next transaction. When the connection is then lost, the commit's outcome is unknown
     and the next commit must say its transaction was rolled back (the broker has that message again), not
     return as if it had been acknowledged."""
-    peer = TransactionPeer(hold_first="COMMIT", deliver=b"first")
+    peer = TransactionPeer(hold_first=held, deliver=b"first")
     peers.append(peer)
 
     async def scenario() -> None:
@@ -262,11 +263,13 @@ def test_a_message_received_while_a_lost_commit_ran_rolls_its_transaction_back_i
             consumer = await session.createConsumer(session.createQueue("q"))
             assert text_of(await consumer.receive(5000)) == "first"
             first_commit = asyncio.ensure_future(session.commit())
-            await asyncio.to_thread(peer.wait_for, "COMMIT")
+            await asyncio.to_thread(peer.wait_for, held)  # the commit's own BEGIN, or its COMMIT
             peer.push(b"second")
             assert text_of(await consumer.receive(5000)) == "second"
             peer.drop()
-            with pytest.raises(ConnectionLostException):
+            with pytest.raises(
+                ConnectionLostException if held == "COMMIT" else TransactionRolledBackException
+            ):
                 await first_commit
             with pytest.raises(TransactionRolledBackException):
                 await session.commit()
@@ -305,9 +308,40 @@ def test_sends_made_during_a_reconnect_wait_for_it_side_by_side_in_the_asyncio_a
                 *(producer.send(session.createTextMessage(str(i))) for i in range(5)), return_exceptions=True
             )
             elapsed = loop.time() - started
-            assert all(isinstance(outcome, ConnectionLostException) for outcome in outcomes), outcomes
+            # The first to BEGIN waits for the reconnect once more and hears the loss; those behind it give up
+            # within a receipt timeout of waiting for it, each saying so.
+            assert all(
+                isinstance(outcome, (ConnectionLostException, JMSTimeoutException)) for outcome in outcomes
+            ), outcomes
             assert elapsed < 3 * timeout_s, f"five sends took {elapsed:.1f}s: they waited in turn"
         finally:
             await connection.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_sends_behind_an_unanswered_begin_give_up_together_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """One BEGIN, never answered: the send that made it times out, and the sends waiting behind it give up
+    within the same receipt timeout instead of each sending a BEGIN of its own and waiting in turn."""
+    peer = TransactionPeer(hold_first="BEGIN")  # never released
+    peers.append(peer)
+    timeout_s = 1.0
+
+    async def scenario() -> None:
+        url = peer.url(receipt_timeout_ms=str(int(timeout_s * 1000)))
+        async with await aio.ConnectionFactory(url).createConnection() as connection:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue("q"))
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            outcomes = await asyncio.gather(
+                *(producer.send(session.createTextMessage(str(i))) for i in range(5)), return_exceptions=True
+            )
+            elapsed = loop.time() - started
+            assert all(isinstance(outcome, JMSTimeoutException) for outcome in outcomes), outcomes
+            assert elapsed < 2 * timeout_s, f"five sends took {elapsed:.1f}s: they waited in turn"
+        assert peer.commands.count("BEGIN") == 1, peer.commands
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
