@@ -345,3 +345,66 @@ def test_sends_behind_an_unanswered_begin_give_up_together_in_the_asyncio_api(
         assert peer.commands.count("BEGIN") == 1, peer.commands
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_send_waiting_for_a_commit_lost_with_the_connection_goes_out_after_the_reconnect_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """reconnect=true: a send waits at the transaction boundary while COMMIT is in flight; the connection is
+    lost and re-established. The send then begins its transaction on the new connection, not on the dead one
+    it saw before it waited."""
+    peer = TransactionPeer(hold_first="COMMIT")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        url = peer.url(receipt_timeout_ms="5000", reconnect="true", reconnect_delay_ms="100")
+        async with await aio.ConnectionFactory(url).createConnection() as connection:
+            connection.setExceptionListener(lambda exc: None)
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("first"))
+            first_commit = asyncio.ensure_future(session.commit())
+            await asyncio.to_thread(peer.wait_for, "COMMIT")
+            second = asyncio.ensure_future(producer.send(session.createTextMessage("second")))
+            peer.drop(come_back=True)
+            with pytest.raises(ConnectionLostException):
+                await first_commit
+            await second
+            await session.commit()
+        assert peer.commands.count("CONNECT") == 2, peer.commands
+        assert peer.commands[peer.commands.index("CONNECT", 1) :][:4] == [
+            "CONNECT",
+            "BEGIN",
+            "SEND",
+            "COMMIT",
+        ], peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_loss_while_rollback_awaits_abort_leaves_the_next_transaction_usable_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """reconnect=true: the connection is lost while rollback() waits for ABORT's receipt. What was rolled back
+    is the broker's again; the next transaction starts clean instead of being 'rollback only' for it."""
+    peer = TransactionPeer(hold_first="ABORT", deliver=b"first")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        url = peer.url(receipt_timeout_ms="5000", reconnect="true", reconnect_delay_ms="100")
+        async with await aio.ConnectionFactory(url).createConnection() as connection:
+            connection.setExceptionListener(lambda exc: None)
+            await connection.start()
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            consumer = await session.createConsumer(session.createQueue("q"))
+            producer = session.createProducer(session.createQueue("q"))
+            assert text_of(await consumer.receive(5000)) == "first"
+            await producer.send(session.createTextMessage("rolled back"))
+            rolling_back = asyncio.ensure_future(session.rollback())
+            await asyncio.to_thread(peer.wait_for, "ABORT")
+            peer.drop(come_back=True)
+            await rolling_back  # ABORT lost with the connection: the broker discards the transaction anyway
+            await producer.send(session.createTextMessage("after the reconnect"))
+            await session.commit()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))

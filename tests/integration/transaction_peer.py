@@ -12,12 +12,13 @@ this peer does, to test jmslike's side of it:
 - ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``); :meth:`push` sends
   another, :meth:`drop` ends the connection and stops listening.
 
-It records every command it reads (``commands``, waited for with :meth:`wait_for`), and the transaction of every
+It records every command it reads, across reconnections (``commands``, waited for with :meth:`wait_for`), and the transaction of every
 ACK (``acks``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import threading
@@ -95,16 +96,25 @@ class TransactionPeer:
                 + b"\x00"
             )
 
-    def drop(self) -> None:
-        """Close the connection and stop listening: the broker is gone."""
-        self.listener.close()
+    def drop(self, come_back: bool = False) -> None:
+        """Close the connection and stop listening: the broker is gone; or, ``come_back``, accept the client's
+        reconnection (the next connection is answered as the first was)."""
+        if not come_back:
+            self._stop_listening()
         with self.send_lock:
             assert self.conn is not None
             self.conn.shutdown(socket.SHUT_RDWR)
 
     def _run(self) -> None:
         self.listener.settimeout(DEADLINE_S)
-        conn, _ = self.listener.accept()
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # stopped, or gone for good (drop)
+                return
+            self._serve(conn)
+
+    def _serve(self, conn: socket.socket) -> None:
         self.conn = conn
         buffer = b""
         deferred: dict[bytes, list[bytes]] = {}  # transaction -> its SENDs' receipts (RabbitMQ: until COMMIT)
@@ -176,5 +186,12 @@ class TransactionPeer:
                         conn.sendall(b"".join(out))
 
     def stop(self) -> None:
-        self.listener.close()
+        self._stop_listening()
         self.thread.join(DEADLINE_S)
+
+    def _stop_listening(self) -> None:
+        """Close the listener; shutting it down first wakes an accept() under way (Linux), which close alone
+        does not."""
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
+        self.listener.close()
