@@ -11,7 +11,8 @@ next one, begun meanwhile by a caller whose commit was cancelled (asyncio).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from transaction_peer import TransactionPeer
@@ -56,6 +57,26 @@ def peers() -> Iterator[list[TransactionPeer]]:
         peer.stop()
 
 
+@contextlib.asynccontextmanager
+async def transacted(
+    peer: TransactionPeer, **options: str
+) -> AsyncIterator[tuple[aio.Connection, aio.Session]]:
+    """An asyncio connection to ``peer`` (its ExceptionListener set: some tests lose the connection on purpose)
+    and a transacted session on it; closed on the way out."""
+    async with await aio.ConnectionFactory(peer.url(**options)).createConnection() as connection:
+        connection.setExceptionListener(lambda exc: None)
+        yield connection, await connection.createSession(True, Session.SESSION_TRANSACTED)
+
+
+async def commit_cancelled_in_flight(session: aio.Session, peer: TransactionPeer) -> None:
+    """Commit and cancel the caller once COMMIT has reached ``peer`` (which holds its answer): the commit runs
+    on in the background (jmslike.aio runs a cancelled commit to its end)."""
+    committing = asyncio.ensure_future(session.commit())
+    await asyncio.to_thread(peer.wait_for, "COMMIT")
+    committing.cancel()
+    await asyncio.gather(committing, return_exceptions=True)
+
+
 @pytest.mark.parametrize(("abort", "raised"), ABORT_FAILURES)
 def test_a_failed_abort_still_rolls_back_and_tells_the_listeners(
     peers: list[TransactionPeer], abort: str, raised: type[JMSException]
@@ -86,10 +107,7 @@ def test_the_asyncio_api_rolls_back_and_tells_the_listeners_when_abort_fails(
     heard = Heard()
 
     async def scenario() -> None:
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="1000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="1000") as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             await producer.send(
                 session.createTextMessage("rolled back"), completionListener=heard.listener("first")
@@ -116,18 +134,12 @@ def test_a_refused_commit_leaves_the_next_transaction_alone_in_the_asyncio_api(
     heard = Heard()
 
     async def scenario() -> None:
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             await producer.send(
                 session.createTextMessage("first"), completionListener=heard.listener("first")
             )
-            first_commit = asyncio.ensure_future(session.commit())
-            await asyncio.to_thread(peer.wait_for, "COMMIT")
-            first_commit.cancel()
-            await asyncio.gather(first_commit, return_exceptions=True)
+            await commit_cancelled_in_flight(session, peer)
             second = asyncio.ensure_future(
                 producer.send(
                     session.createTextMessage("second"), completionListener=heard.listener("second")
@@ -154,16 +166,10 @@ def test_a_send_made_while_a_commit_is_under_way_waits_for_it_in_the_asyncio_api
     peers.append(peer)
 
     async def scenario() -> None:
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             await producer.send(session.createTextMessage("first"))
-            first_commit = asyncio.ensure_future(session.commit())
-            await asyncio.to_thread(peer.wait_for, "COMMIT")
-            first_commit.cancel()
-            await asyncio.gather(first_commit, return_exceptions=True)
+            await commit_cancelled_in_flight(session, peer)
             second = asyncio.ensure_future(producer.send(session.createTextMessage("second")))
             for _ in range(10):  # yields: the send is waiting, nothing of it reached the peer
                 await asyncio.sleep(0)
@@ -188,23 +194,16 @@ def test_a_cancelled_commit_acknowledges_its_messages_once_and_close_waits_for_i
     peers.append(peer)
 
     async def scenario() -> None:
-        connection = await aio.ConnectionFactory(peer.url(receipt_timeout_ms="5000")).createConnection()
-        try:
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
             await connection.start()
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
             consumer = await session.createConsumer(session.createQueue("q"))
             assert text_of(await consumer.receive(5000)) == "hello"
-            first_commit = asyncio.ensure_future(session.commit())
-            await asyncio.to_thread(peer.wait_for, "COMMIT")
-            first_commit.cancel()
-            await asyncio.gather(first_commit, return_exceptions=True)
+            await commit_cancelled_in_flight(session, peer)
             second_commit = asyncio.ensure_future(session.commit())
             closing = asyncio.ensure_future(session.close())
             peer.release()
             await second_commit  # nothing consumed since: nothing to acknowledge
             await closing
-        finally:
-            await connection.close()
         assert peer.acks == [peer.acks[0]] and peer.acks[0] is not None, (
             peer.acks
         )  # one ACK, in the transaction
@@ -225,10 +224,7 @@ def test_sends_waiting_for_one_begin_join_one_transaction_in_the_asyncio_api(
     peers.append(peer)
 
     async def scenario() -> None:
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             first = asyncio.ensure_future(producer.send(session.createTextMessage("first")))
             await asyncio.to_thread(peer.wait_for, "BEGIN")
@@ -255,11 +251,8 @@ def test_a_message_received_while_a_lost_commit_ran_rolls_its_transaction_back_i
     peers.append(peer)
 
     async def scenario() -> None:
-        connection = await aio.ConnectionFactory(peer.url(receipt_timeout_ms="5000")).createConnection()
-        connection.setExceptionListener(lambda exc: None)
-        try:
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
             await connection.start()
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
             consumer = await session.createConsumer(session.createQueue("q"))
             assert text_of(await consumer.receive(5000)) == "first"
             first_commit = asyncio.ensure_future(session.commit())
@@ -273,8 +266,6 @@ def test_a_message_received_while_a_lost_commit_ran_rolls_its_transaction_back_i
                 await first_commit
             with pytest.raises(TransactionRolledBackException):
                 await session.commit()
-        finally:
-            await connection.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
@@ -289,17 +280,14 @@ def test_sends_made_during_a_reconnect_wait_for_it_side_by_side_in_the_asyncio_a
     timeout_s = 1.0
 
     async def scenario() -> None:
-        url = peer.url(
+        async with transacted(
+            peer,
             receipt_timeout_ms=str(int(timeout_s * 1000)),
             reconnect="true",
             reconnect_attempts="1000",
             reconnect_delay_ms="100",
             reconnect_max_delay_ms="200",
-        )
-        connection = await aio.ConnectionFactory(url).createConnection()
-        connection.setExceptionListener(lambda exc: None)
-        try:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        ) as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             peer.drop()  # no reconnect can succeed
             loop = asyncio.get_running_loop()
@@ -314,8 +302,6 @@ def test_sends_made_during_a_reconnect_wait_for_it_side_by_side_in_the_asyncio_a
                 isinstance(outcome, (ConnectionLostException, JMSTimeoutException)) for outcome in outcomes
             ), outcomes
             assert elapsed < 3 * timeout_s, f"five sends took {elapsed:.1f}s: they waited in turn"
-        finally:
-            await connection.close()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
@@ -330,9 +316,7 @@ def test_sends_behind_an_unanswered_begin_give_up_together_in_the_asyncio_api(
     timeout_s = 1.0
 
     async def scenario() -> None:
-        url = peer.url(receipt_timeout_ms=str(int(timeout_s * 1000)))
-        async with await aio.ConnectionFactory(url).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms=str(int(timeout_s * 1000))) as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             loop = asyncio.get_running_loop()
             started = loop.time()
@@ -357,10 +341,12 @@ def test_a_send_waiting_for_a_commit_lost_with_the_connection_goes_out_after_the
     peers.append(peer)
 
     async def scenario() -> None:
-        url = peer.url(receipt_timeout_ms="5000", reconnect="true", reconnect_delay_ms="100")
-        async with await aio.ConnectionFactory(url).createConnection() as connection:
-            connection.setExceptionListener(lambda exc: None)
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(
+            peer, receipt_timeout_ms="5000", reconnect="true", reconnect_delay_ms="100"
+        ) as (
+            _connection,
+            session,
+        ):
             producer = session.createProducer(session.createQueue("q"))
             await producer.send(session.createTextMessage("first"))
             first_commit = asyncio.ensure_future(session.commit())
@@ -391,11 +377,13 @@ def test_a_loss_while_rollback_awaits_abort_leaves_the_next_transaction_usable_i
     peers.append(peer)
 
     async def scenario() -> None:
-        url = peer.url(receipt_timeout_ms="5000", reconnect="true", reconnect_delay_ms="100")
-        async with await aio.ConnectionFactory(url).createConnection() as connection:
-            connection.setExceptionListener(lambda exc: None)
+        async with transacted(
+            peer, receipt_timeout_ms="5000", reconnect="true", reconnect_delay_ms="100"
+        ) as (
+            connection,
+            session,
+        ):
             await connection.start()
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
             consumer = await session.createConsumer(session.createQueue("q"))
             producer = session.createProducer(session.createQueue("q"))
             assert text_of(await consumer.receive(5000)) == "first"
