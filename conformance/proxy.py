@@ -107,6 +107,7 @@ class FaultProxy:
         server.listen(64)
         server.settimeout(_POLL_S)
         self._server = server
+        self._port: int = server.getsockname()[1]  # kept: threads name themselves after it once it is closed
         self._acceptor = threading.Thread(target=self._accept_loop, name=f"proxy-{self.port}", daemon=True)
         self._acceptor.start()
         log.debug("proxy %s -> %s:%d started", self.port, *self.target)
@@ -116,8 +117,7 @@ class FaultProxy:
     def port(self) -> int:
         if self._server is None:
             raise RuntimeError("the proxy is not started")
-        port: int = self._server.getsockname()[1]
-        return port
+        return self._port
 
     @property
     def host(self) -> str:
