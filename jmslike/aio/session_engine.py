@@ -133,7 +133,9 @@ class SessionEngine:
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
         self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
         self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
-        self._in_callback = False  # the dispatch task is running a completion callback
+        # The task running a completion callback: the dispatch task, or the commit a listener called, which runs
+        # the callbacks queued behind that listener (settle_sends) in its own task.
+        self._callback_task: asyncio.Task[Any] | None = None
 
     @property
     def connection(self) -> Connection:
@@ -803,7 +805,7 @@ class SessionEngine:
         while True:
             while mine and self._tasks:
                 await self._run_callback(self._tasks.popleft())
-            if not (self._places.busy or self._tasks or (self._in_callback and not mine)):
+            if not (self._places.busy or self._tasks or (self._callback_task is not None and not mine)):
                 return True
             changed = self._changed
             remaining = deadline - loop.time()
@@ -826,7 +828,7 @@ class SessionEngine:
         self.ensure_dispatcher()
 
     async def _run_callback(self, task: Callable[[], Awaitable[None] | None]) -> None:
-        self._in_callback = True
+        me = self._callback_task = asyncio.current_task()
         try:
             result = task()
             if inspect.isawaitable(result):
@@ -834,13 +836,15 @@ class SessionEngine:
         except Exception as exc:  # the application's callback: reported, never raised into jmslike
             self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
         finally:
-            self._in_callback = False
+            if self._callback_task is me:
+                self._callback_task = None
             self.wake()
 
     def refuse_in_callback(self, action: str) -> None:
         """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that would
-        wait for the callback itself)."""
-        if self._in_callback and self._on_dispatcher():
+        wait for the callback itself). Asked of the task, not of the dispatcher: a listener's commit runs the
+        callbacks queued behind it in the commit's own task."""
+        if self._callback_task is not None and self._callback_task is asyncio.current_task():
             raise IllegalStateException(
                 f"{action} may not be called from a CompletionListener of this session (it would wait for that "
                 "callback to return); do it from another task"

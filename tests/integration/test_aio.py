@@ -700,6 +700,58 @@ def test_a_completion_listener_may_not_close_or_commit_its_own_session(broker: A
     run(body)
 
 
+def test_a_completion_listener_run_by_its_message_listeners_commit_may_not_end_the_session(
+    broker: Any, url: str
+) -> None:
+    """A MessageListener's commit runs the callbacks queued behind that listener in the commit's own task (they
+    would wait for the listener otherwise). There too a callback may not close, commit or roll back the session:
+    before, close() from such a callback hung the connection's close, and commit() raised 'unconfirmed'."""
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(Session.SESSION_TRANSACTED)
+            queue = session.createQueue(name("in"))
+            await session.createProducer(queue).send(session.createTextMessage("request"))
+            await session.commit()
+            replies_name = name("out")
+            producer = session.createProducer(session.createQueue(replies_name))
+            loop = asyncio.get_running_loop()
+            refusals: asyncio.Future[list[BaseException]] = loop.create_future()
+            committed: asyncio.Future[None] = loop.create_future()
+
+            class Listener:
+                async def onCompletion(self, message: Message) -> None:
+                    seen: list[BaseException] = []
+                    for call in (session.close, session.commit, session.rollback):
+                        try:
+                            await call()
+                        except IllegalStateException as exc:
+                            seen.append(exc)
+                    refusals.set_result(seen)
+
+                def onException(self, message: Message, exception: BaseException) -> None:
+                    refusals.set_exception(exception)
+
+            async def on_message(message: Message) -> None:
+                await producer.send(session.createTextMessage("reply"), completionListener=Listener())
+                await session.commit()
+                committed.set_result(None)
+
+            (await session.createConsumer(queue)).setMessageListener(on_message)
+            await connection.start()
+            seen = await refusals
+            assert [type(e) for e in seen] == [IllegalStateException] * 3, seen
+            assert all("CompletionListener" in str(e) for e in seen), seen
+            await committed
+        async with await open_connection(broker, url) as check:  # the close above returned
+            reader = await check.createSession(Session.AUTO_ACKNOWLEDGE)
+            replies = await reader.createConsumer(reader.createQueue(replies_name))
+            assert text(await replies.receive(RECEIVE_MS)) == "reply"
+            assert await (await reader.createConsumer(queue)).receive(500) is None, "the request was committed"
+
+    run(body)
+
+
 def test_a_rolled_back_asynchronous_send_does_not_hold_back_later_completions(broker: Any, url: str) -> None:
     """RabbitMQ answers a transactional SEND only at COMMIT, so an aborted one is never answered: its callback
     hears of the rollback, and the next transaction's callbacks still run (they waited behind it before)."""
