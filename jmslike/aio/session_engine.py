@@ -30,7 +30,7 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.aio import loop_turns
 from jmslike.aio.consumer import MessageConsumer
@@ -61,6 +61,8 @@ if TYPE_CHECKING:
     from jmslike.producer import CompletionListener
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 _ACK_ON_DELIVERY = (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
 # Modes whose subscriptions take cumulative ACKs where the broker has them (DUPS_OK: lazily, LazyAcks).
@@ -353,7 +355,7 @@ class SessionEngine:
         except ConnectionLostException:
             log.debug("ack lost with the connection; the broker will redeliver")
 
-    async def _run_to_end(self, work: Coroutine[Any, Any, None]) -> None:
+    async def _run_to_end(self, work: Coroutine[Any, Any, _T]) -> _T:
         """Await ``work``, which runs to its end even if the caller is cancelled: an acknowledge, commit,
         rollback or close cancelled half way would leave the session's state and the broker's apart. The
         caller's cancellation is raised as usual; a failure after it is logged. Each of these calls takes what
@@ -361,7 +363,7 @@ class SessionEngine:
         batch), so a later call never joins work already under way."""
         task = asyncio.ensure_future(work)
         try:
-            await asyncio.shield(task)
+            return await asyncio.shield(task)
         except asyncio.CancelledError:
             task.add_done_callback(_log_failure)
             raise
@@ -467,6 +469,13 @@ class SessionEngine:
                 "ending or beginning one (a commit whose caller was cancelled, or another send's BEGIN) all "
                 "that time; nothing was sent: send again"
             ) from None
+        # From here a BEGIN may be on its way: it runs to its end even if this caller is cancelled, so the
+        # transaction it begins is the session's (the next send joins it, commit or rollback ends it) instead of
+        # staying open on the broker, unknown to the session, until the connection closes.
+        return await self._run_to_end(self._begin_holding_boundary(wire))
+
+    async def _begin_holding_boundary(self, wire: AsyncWire) -> str:
+        """``_begin`` for a send that acquired ``_boundary``, which this releases."""
         try:
             if not wire.is_open:  # lost while this send waited: the reconnected one (use_wire waits, bounded)
                 wire = await self._connection.use_wire()
@@ -1083,7 +1092,7 @@ class SessionEngine:
         self.wake()
 
 
-def _log_failure(task: asyncio.Future[None]) -> None:
+def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("a session call whose caller was cancelled failed: %s", task.exception())
 

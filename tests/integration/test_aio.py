@@ -747,7 +747,9 @@ def test_a_completion_listener_run_by_its_message_listeners_commit_may_not_end_t
             reader = await check.createSession(Session.AUTO_ACKNOWLEDGE)
             replies = await reader.createConsumer(reader.createQueue(replies_name))
             assert text(await replies.receive(RECEIVE_MS)) == "reply"
-            assert await (await reader.createConsumer(queue)).receive(500) is None, "the request was committed"
+            assert await (await reader.createConsumer(queue)).receive(500) is None, (
+                "the request was committed"
+            )
 
     run(body)
 

@@ -239,6 +239,32 @@ def test_sends_waiting_for_one_begin_join_one_transaction_in_the_asyncio_api(
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
+def test_a_send_cancelled_while_its_begin_is_unanswered_leaves_no_transaction_behind_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """The caller of a send is cancelled while its BEGIN is on the way. The BEGIN runs to its end and its
+    transaction is the session's: the next send joins it and commit() ends it (before, the next send began a
+    second transaction and the first stayed open on the broker until the connection closed)."""
+    peer = TransactionPeer(hold_first="BEGIN")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            cancelled = asyncio.ensure_future(producer.send(session.createTextMessage("never sent")))
+            await asyncio.to_thread(peer.wait_for, "BEGIN")
+            cancelled.cancel()
+            await asyncio.gather(cancelled, return_exceptions=True)
+            assert cancelled.cancelled()
+            peer.release()
+            await producer.send(session.createTextMessage("sent"))
+            await session.commit()
+        assert peer.commands[1:4] == ["BEGIN", "SEND", "COMMIT"], peer.commands
+        assert "ABORT" not in peer.commands and peer.commands.count("BEGIN") == 1, peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
 @pytest.mark.parametrize("held", ["COMMIT", "BEGIN"])
 def test_a_message_received_while_a_lost_commit_ran_rolls_its_transaction_back_in_the_asyncio_api(
     peers: list[TransactionPeer], held: str
