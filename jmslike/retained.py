@@ -245,15 +245,27 @@ def publish(session: Session, outgoing: OutgoingMessage) -> None:
     transaction = session.transaction_for_send()
     if transaction is not None:
         wire = connection.wire_for_use()
-        for frame in publication.frames(adapter, transaction):
-            if adapter.transactional_send_receipts:
-                wire.request(frame)
-            else:
-                session.defer_receipt(wire.submit(frame, None))  # commit() waits for these
+        try:
+            for frame in publication.frames(adapter, transaction):
+                if adapter.transactional_send_receipts:
+                    wire.request(frame)
+                else:
+                    session.defer_receipt(wire.submit(frame, None))  # commit() waits for these
+        except JMSException as exc:
+            session.mark_rollback_only(half_sent(exc))
+            raise
         if adapter.capabilities.retained == "jmslike":
             session.after_commit(lambda: remove_older(connection, store, topic))  # new copy first
     else:
         publish_atomically(connection, publication)
+
+
+def half_sent(error: JMSException) -> str:
+    """Why a transaction holding part of a failed retained send can only roll back."""
+    return (
+        f"a retained send in it failed ({error}), so it may hold the live message without its stored copy, "
+        "or the copy without the message"
+    )
 
 
 def publish_atomically(connection: Connection, publication: Publication) -> None:

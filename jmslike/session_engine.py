@@ -388,6 +388,13 @@ class SessionEngine:
             self._tx = tx
         return self._tx
 
+    def mark_rollback_only(self, reason: str) -> None:
+        """The open transaction may hold half of something that must be all or nothing (a retained send's pair):
+        it can only roll back, and commit() says why."""
+        with self._cond:
+            if self._rollback_only is None:
+                self._rollback_only = reason
+
     def after_commit(self, task: Callable[[], None]) -> None:
         """Run ``task`` once the open transaction committed (dropped if it rolls back)."""
         self._after_commit.append(task)

@@ -38,23 +38,27 @@ async def publish(session: Session, outgoing: OutgoingMessage) -> None:
     """Publish ``outgoing`` live and store it as its topic's retained publication, atomically."""
     connection = session.connection
     publication = retained.plan_publication(connection.adapter, connection.connection_id, outgoing)
-    transaction = await session.transaction_for_send()
-    if transaction is not None:
-        work = _in_transaction(session, publication, transaction)
+    if session.transacted:  # the pair runs to its end, and a commit waits for both SENDs
+        await session.in_transaction(lambda transaction: _in_transaction(session, publication, transaction))
     else:
-        work = _atomically(connection, publication)
-    await asyncio.shield(asyncio.ensure_future(work))  # a cancelled caller does not split the pair
+        await asyncio.shield(
+            asyncio.ensure_future(_atomically(connection, publication))
+        )  # never split by a cancel
 
 
 async def _in_transaction(session: Session, publication: retained.Publication, transaction: str) -> None:
     connection = session.connection
     adapter = connection.adapter
     wire = await connection.use_wire()
-    for frame in publication.frames(adapter, transaction):
-        if adapter.transactional_send_receipts:
-            await wire.request(frame)
-        else:
-            session.defer_receipt(await wire.submit(frame, None))  # commit() waits for these
+    try:
+        for frame in publication.frames(adapter, transaction):
+            if adapter.transactional_send_receipts:
+                await wire.request(frame)
+            else:
+                session.defer_receipt(await wire.submit(frame, None))  # commit() waits for these
+    except JMSException as exc:
+        session.mark_rollback_only(retained.half_sent(exc))
+        raise
     if adapter.capabilities.retained == "jmslike":
         session.after_commit(lambda: _remove_older(connection, publication))  # the new copy first
 

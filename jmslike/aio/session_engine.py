@@ -458,6 +458,23 @@ class SessionEngine:
             )
         if self._tx is not None:
             return self._tx
+        return await self._holding_boundary(self._begin)
+
+    async def in_transaction(self, work: Callable[[str], Awaitable[None]]) -> None:
+        """Run ``work`` with the open transaction (begun if there is none) while no commit or rollback can end
+        it: a retained send's two SENDs both go into the transaction they began in, also when its caller is
+        cancelled and the application commits meanwhile."""
+
+        async def begun(wire: AsyncWire) -> None:
+            await work(await self._begin(wire))
+
+        await self._holding_boundary(begun)
+
+    async def _holding_boundary(self, work: Callable[[AsyncWire], Awaitable[_T]]) -> _T:
+        """Run ``work`` on the wire under ``_boundary``; from the moment it holds the boundary, it runs to its
+        end even if this caller is cancelled (a BEGIN may be on its way: the transaction it begins is the
+        session's, which the next send joins and commit or rollback ends, instead of staying open on the
+        broker, unknown to the session, until the connection closes)."""
         wire = await self._connection.use_wire()  # a reconnect is waited for side by side, not in turn
         timeout_s = self._connection.config.receipt_timeout_ms / 1000
         try:  # behind a commit under way, or another send's BEGIN: bounded by the receipt timeout
@@ -469,17 +486,13 @@ class SessionEngine:
                 "ending or beginning one (a commit whose caller was cancelled, or another send's BEGIN) all "
                 "that time; nothing was sent: send again"
             ) from None
-        # From here a BEGIN may be on its way: it runs to its end even if this caller is cancelled, so the
-        # transaction it begins is the session's (the next send joins it, commit or rollback ends it) instead of
-        # staying open on the broker, unknown to the session, until the connection closes.
-        return await self._run_to_end(self._begin_holding_boundary(wire))
+        return await self._run_to_end(self._release_after(wire, work))
 
-    async def _begin_holding_boundary(self, wire: AsyncWire) -> str:
-        """``_begin`` for a send that acquired ``_boundary``, which this releases."""
+    async def _release_after(self, wire: AsyncWire, work: Callable[[AsyncWire], Awaitable[_T]]) -> _T:
         try:
             if not wire.is_open:  # lost while this send waited: the reconnected one (use_wire waits, bounded)
                 wire = await self._connection.use_wire()
-            return await self._begin(wire)
+            return await work(wire)
         finally:
             self._boundary.release()
 
@@ -499,6 +512,12 @@ class SessionEngine:
                 )
             self._tx = tx
         return self._tx
+
+    def mark_rollback_only(self, reason: str) -> None:
+        """The open transaction may hold half of something that must be all or nothing (a retained send's pair):
+        it can only roll back, and commit() says why."""
+        if self._rollback_only is None:
+            self._rollback_only = reason
 
     def defer_receipt(self, pending: AsyncPendingReceipt) -> None:
         """A transactional send whose receipt the broker sends only after COMMIT: ``commit()`` waits for it."""

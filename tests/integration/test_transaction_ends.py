@@ -422,3 +422,65 @@ def test_a_loss_while_rollback_awaits_abort_leaves_the_next_transaction_usable_i
             await session.commit()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_commit_waits_for_both_sends_of_a_retained_send_whose_caller_was_cancelled_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """A retained send's two SENDs (the live message and its stored copy) go into the session's transaction and
+    run to their end when the caller is cancelled. A commit made meanwhile waits for the second: before, COMMIT
+    went out between them and the copy went into a transaction already committed."""
+    peer = TransactionPeer(broker="activemq", hold_first="SEND")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createTopic("t"))
+            sending = asyncio.ensure_future(producer.send(session.createTextMessage("latest"), retain=True))
+            await asyncio.to_thread(peer.wait_for, "SEND")
+            sending.cancel()
+            await asyncio.gather(sending, return_exceptions=True)
+            committing = asyncio.ensure_future(session.commit())
+            done, _ = await asyncio.wait({committing}, timeout=0.5)
+            assert not done and "COMMIT" not in peer.commands, peer.commands
+            peer.release()
+            await committing
+        assert peer.commands[1:5] == ["BEGIN", "SEND", "SEND", "COMMIT"], peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_transaction_holding_half_a_retained_send_can_only_roll_back(peers: list[TransactionPeer]) -> None:
+    """The first of a retained send's two SENDs gets no receipt in time: the transaction may hold the live
+    message without its stored copy, so commit() rolls it back and says why (both APIs); the next commits."""
+    threaded, asyncio_api = (
+        TransactionPeer(broker="activemq", hold_first="SEND"),
+        TransactionPeer(broker="activemq", hold_first="SEND"),
+    )
+    peers.extend([threaded, asyncio_api])
+    connection = ConnectionFactory(threaded.url(receipt_timeout_ms="1000")).createConnection()
+    try:
+        session = connection.createSession(True, Session.SESSION_TRANSACTED)
+        producer = session.createProducer(session.createTopic("t"))
+        with pytest.raises(JMSTimeoutException):
+            producer.send(session.createTextMessage("latest"), retain=True)
+        with pytest.raises(TransactionRolledBackException, match="retained send"):
+            session.commit()
+        producer.send(session.createTextMessage("next"))
+        session.commit()
+    finally:
+        connection.close()
+
+    async def scenario() -> None:
+        async with transacted(asyncio_api, receipt_timeout_ms="1000") as (_connection, session):
+            producer = session.createProducer(session.createTopic("t"))
+            with pytest.raises(JMSTimeoutException):
+                await producer.send(session.createTextMessage("latest"), retain=True)
+            with pytest.raises(TransactionRolledBackException, match="retained send"):
+                await session.commit()
+            await producer.send(session.createTextMessage("next"))
+            await session.commit()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    for peer in (threaded, asyncio_api):
+        assert peer.commands[1:7] == ["BEGIN", "SEND", "ABORT", "BEGIN", "SEND", "COMMIT"], peer.commands

@@ -12,6 +12,10 @@ this peer does, to test jmslike's side of it:
 - ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``); :meth:`push` sends
   another, :meth:`drop` ends the connection and stops listening.
 
+``broker="activemq"`` answers as ActiveMQ does instead: CONNECTED names ActiveMQ, and a transactional SEND's
+receipt comes at once (``hold_first="SEND"`` then holds the first one). A second connection while one is served
+(jmslike's private connection, which removes older retained copies on ActiveMQ) is refused with an ERROR.
+
 It records every command it reads, across reconnections (``commands``, waited for with :meth:`wait_for`), and the transaction of every
 ACK (``acks``).
 """
@@ -24,7 +28,7 @@ import socket
 import threading
 
 DEADLINE_S = 30.0
-CONNECTED = b"CONNECTED\nversion:1.2\nserver:RabbitMQ/3.10.8\nheart-beat:0,0\n\n\x00"
+SERVERS = {"rabbitmq": b"RabbitMQ/3.10.8", "activemq": b"ActiveMQ/5.17.2"}
 
 
 def _header(frame: bytes, name: bytes) -> bytes | None:
@@ -49,8 +53,10 @@ class TransactionPeer:
         refuse_first_commit: bool = False,
         hold_first: str | None = None,
         deliver: bytes | None = None,
+        broker: str = "rabbitmq",
     ) -> None:
-        assert abort in ("answer", "silent", "error")
+        assert abort in ("answer", "silent", "error") and broker in SERVERS
+        self.broker = broker
         self.abort = abort
         self.refuse_first_commit = refuse_first_commit
         self.hold_first = hold_first
@@ -69,7 +75,7 @@ class TransactionPeer:
 
     def url(self, **options: str) -> str:
         query = "&".join(f"{k}={v}" for k, v in {"heartbeat_ms": "0", **options}.items())
-        return f"rabbitmq://127.0.0.1:{self.port}?{query}"
+        return f"{self.broker}://127.0.0.1:{self.port}?{query}"
 
     def wait_for(self, command: str, count: int = 1) -> None:
         """Until ``count`` frames of ``command`` have arrived (fails after the deadline)."""
@@ -107,12 +113,20 @@ class TransactionPeer:
 
     def _run(self) -> None:
         self.listener.settimeout(DEADLINE_S)
+        serving: threading.Thread | None = None
         while True:
             try:
                 conn, _ = self.listener.accept()
             except OSError:  # stopped, or gone for good (drop)
+                if serving is not None:
+                    serving.join(DEADLINE_S)
                 return
-            self._serve(conn)
+            if serving is not None and serving.is_alive():  # one connection at a time
+                with conn:
+                    conn.sendall(b"ERROR\nmessage:one connection at a time\n\n\x00")
+                continue
+            serving = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            serving.start()
 
     def _serve(self, conn: socket.socket) -> None:
         self.conn = conn
@@ -139,9 +153,13 @@ class TransactionPeer:
                         self.cond.notify_all()
                     receipt, tx = _header(frame, b"receipt"), _header(frame, b"transaction")
                     if command in ("CONNECT", "STOMP"):
-                        out.append(CONNECTED)
+                        out.append(
+                            b"CONNECTED\nversion:1.2\nserver:"
+                            + SERVERS[self.broker]
+                            + b"\nheart-beat:0,0\n\n\x00"
+                        )
                         continue
-                    if command == "SEND" and tx is not None:
+                    if command == "SEND" and tx is not None and self.broker == "rabbitmq":
                         if receipt is not None:
                             deferred.setdefault(tx, []).append(receipt)
                         continue
