@@ -49,7 +49,13 @@ from jmslike.send_window import CompletionOrder, SendWindow
 from jmslike.subscription_plans import (
     of_durable_subscription,
 )
-from jmslike.transaction_outcomes import abandon_sends, commit_in_doubt, commit_lost, deferred_receipt_error
+from jmslike.transaction_outcomes import (
+    abandon_sends,
+    commit_in_doubt,
+    commit_lost,
+    deferred_receipt_error,
+    sends_in_doubt,
+)
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection
@@ -466,6 +472,12 @@ class SessionEngine:
             self._forget_transaction(consumed, in_doubt=True)
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
+            with (
+                self._cond
+            ):  # no answer will settle them now: told, not left for later callbacks to wait behind
+                deferred, abandoned = self._deferred_receipts, self._deferred_abandon
+            wire.discard(deferred)
+            abandon_sends(abandoned, sends_in_doubt())
             self._forget_transaction(consumed, in_doubt=True)
             raise commit_in_doubt() from exc
         except JMSException as exc:

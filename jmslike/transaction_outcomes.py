@@ -54,12 +54,25 @@ def deferred_receipt_error(answered: bool, error: JMSException | None) -> JMSExc
     return raised
 
 
-def abandon_sends(settles: list[Callable[[JMSException | None], None]]) -> None:
-    """A transaction rolled back before the broker answered its sends (RabbitMQ answers them only at COMMIT):
-    answer them now, so their completion callbacks run (onException) and no later callback waits behind them."""
+def sends_in_doubt() -> JMSException:
+    """What a send confirmed only at COMMIT (RabbitMQ) hears when that COMMIT went unanswered in time."""
+    return JMSException(
+        "COMMIT of this send's transaction was not answered in time; whether the send was committed is unknown "
+        "(in doubt)"
+    )
+
+
+def abandon_sends(
+    settles: list[Callable[[JMSException | None], None]], error: JMSException | None = None
+) -> None:
+    """A transaction ended before the broker answered its sends (RabbitMQ answers them only at COMMIT): rolled
+    back, or (``error``) its COMMIT in doubt. Answer them now, so their completion callbacks run (onException)
+    and no later callback waits behind them; their receipts, should any still come, are discarded by the
+    caller (``Wire.discard``)."""
     for settle in settles:
         settle(
-            TransactionRolledBackException(
+            error
+            or TransactionRolledBackException(
                 "the transaction was rolled back before the broker confirmed this send; it was discarded"
             )
         )

@@ -54,7 +54,13 @@ from jmslike.subscription_plans import (
     of_durable_subscription,
 )
 from jmslike.subscriptions import DurableDefinition
-from jmslike.transaction_outcomes import abandon_sends, commit_in_doubt, commit_lost, deferred_receipt_error
+from jmslike.transaction_outcomes import (
+    abandon_sends,
+    commit_in_doubt,
+    commit_lost,
+    deferred_receipt_error,
+    sends_in_doubt,
+)
 
 if TYPE_CHECKING:
     from jmslike.aio.connection import Connection
@@ -616,6 +622,10 @@ class SessionEngine:
             await self._release_closed()
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
+            wire.discard(
+                ending.deferred
+            )  # no answer will settle them now: told, not left for later callbacks
+            abandon_sends(ending.abandon, sends_in_doubt())
             self._forget_transaction(consumed)
             await self._release_closed()
             raise commit_in_doubt() from exc

@@ -484,3 +484,48 @@ def test_a_transaction_holding_half_a_retained_send_can_only_roll_back(peers: li
     asyncio.run(asyncio.wait_for(scenario(), 60))
     for peer in (threaded, asyncio_api):
         assert peer.commands[1:7] == ["BEGIN", "SEND", "ABORT", "BEGIN", "SEND", "COMMIT"], peer.commands
+
+
+def test_sends_of_a_commit_in_doubt_are_told_and_hold_back_no_later_completion(
+    peers: list[TransactionPeer],
+) -> None:
+    """COMMIT goes unanswered within the receipt timeout (in doubt), and with it the receipts RabbitMQ sends only
+    at COMMIT. The transaction's CompletionListeners hear a JMSException saying so, and the next transaction's
+    listener runs before its commit returns (both APIs); before, the first was never told and the second waited
+    behind it until the connection closed."""
+    threaded, asyncio_api = TransactionPeer(hold_first="COMMIT"), TransactionPeer(hold_first="COMMIT")
+    peers.extend([threaded, asyncio_api])
+    expected = ["first: JMSException", "second: completed"]
+    heard = Heard()
+    connection = ConnectionFactory(threaded.url(receipt_timeout_ms="1000")).createConnection()
+    try:
+        session = connection.createSession(True, Session.SESSION_TRANSACTED)
+        producer = session.createProducer(session.createQueue("q"))
+        producer.send(session.createTextMessage("in doubt"), completionListener=heard.listener("first"))
+        with pytest.raises(JMSException, match="in doubt") as raised:
+            session.commit()
+        assert not isinstance(raised.value, TransactionRolledBackException)
+        producer.send(session.createTextMessage("committed"), completionListener=heard.listener("second"))
+        session.commit()
+        assert heard.events == expected
+    finally:
+        connection.close()
+
+    heard = Heard()
+
+    async def scenario() -> None:
+        async with transacted(asyncio_api, receipt_timeout_ms="1000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(
+                session.createTextMessage("in doubt"), completionListener=heard.listener("first")
+            )
+            with pytest.raises(JMSException, match="in doubt") as raised:
+                await session.commit()
+            assert not isinstance(raised.value, TransactionRolledBackException)
+            await producer.send(
+                session.createTextMessage("committed"), completionListener=heard.listener("second")
+            )
+            await session.commit()
+            assert heard.events == expected
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))

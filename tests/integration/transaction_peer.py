@@ -169,8 +169,8 @@ class TransactionPeer:
                             self.refuse_first_commit = False
                             deferred.pop(tx, None)
                             answer = _error(receipt or b"", b"commit refused")
-                        else:
-                            out.extend(_receipt(r) for r in deferred.pop(tx, []))
+                        else:  # the SENDs' receipts, then COMMIT's (held together by hold_first)
+                            answer = b"".join(_receipt(r) for r in deferred.pop(tx, [])) + answer
                     if command == "ACK":
                         self.acks.append(tx)
                     if command == "SUBSCRIBE" and self.deliver is not None:
