@@ -223,7 +223,7 @@ class StompWire(WireBase[_Pending]):
     def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
         sock = self._socket
-        sock.waiting_begins(quick=True)
+        quick = sock.waiting_begins(quick=True)
         try:
             pending = self._submit(frame, None, coalesce=False)
             timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
@@ -231,7 +231,7 @@ class StompWire(WireBase[_Pending]):
                 self._gave_up(pending)
                 raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
         finally:
-            sock.waiting_ends(quick=True)
+            sock.waiting_ends(quick=quick)
         if pending.error is not None:
             raise pending.error
 

@@ -5,7 +5,8 @@ The peer is a few lines of socket code that answers CONNECT and every ``receipt`
 holds back the receipt of a frame with an ``x-hold`` header (or a body starting with ``HOLD``, for frames sent
 through the JMS API) until a frame with ``x-release`` comes: a receipt
 that stays due, as one does while a stream of sends is under way. It records every frame with the read that
-brought it, so a test can tell which frames were written together and when they arrived.
+brought it, so a test can tell which frames were written together and when they arrived. A SUBSCRIBE to a
+destination whose name starts with ``deliver`` is answered with one MESSAGE.
 """
 
 from __future__ import annotations
@@ -77,6 +78,15 @@ class ReceiptPeer:
                         self.cond.notify_all()
                     if frame.startswith(b"CONNECT"):
                         out.append(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
+                    subscribed = (
+                        re.search(rb"\nid:([^\n]*)\n", frame) if frame.startswith(b"SUBSCRIBE") else None
+                    )
+                    if subscribed is not None and re.search(rb"\ndestination:/queue/deliver", frame):
+                        out.append(
+                            b"MESSAGE\ndestination:/queue/deliver\nmessage-id:m0\nsubscription:"
+                            + subscribed.group(1)
+                            + b"\n\ndelivered\x00"
+                        )
                     receipt = re.search(rb"\nreceipt:([^\n]*)\n", frame)
                     if receipt is None:
                         continue
