@@ -362,7 +362,8 @@ class Adapter(Protocol):
     # DUPS_OK sessions one per batch.
     cumulative_client_ack: bool
     # True where the broker writes small frames with Nagle's algorithm on (ActiveMQ Classic), so the client
-    # socket acknowledges at once while a receipt is awaited (stomp_socket.StompSocket.waiting_begins).
+    # socket acknowledges at once while a receipt is awaited, once the broker has delivered on the connection
+    # (stomp_socket.StompSocket.waiting_begins).
     tcp_quick_ack: bool
     # True where a temporary destination's jmslike name means "ours" to the broker (ActiveMQ), so another
     # connection must not use that name; False where the name is global (RabbitMQ).
