@@ -18,6 +18,7 @@ the ExceptionListener as a ConnectionLostException.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import itertools
 import logging
@@ -346,7 +347,7 @@ class Connection:
         return self._closed
 
     def in_listener(self) -> bool:
-        """Whether the caller is a listener of one of this connection's sessions (its dispatch task)."""
+        """Whether the caller is a listener or completion callback of one of this connection's sessions."""
         return any(session.in_listener() for session in self._sessions)
 
     async def start(self) -> None:
@@ -358,7 +359,14 @@ class Connection:
             session.wake()
 
     async def stop(self) -> None:
-        """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4)."""
+        """Pause delivery; returns once no listener of this connection is running (JMS 1.1 §4.3.4). Refused
+        from a listener or completion callback of this connection (JMS 2.0 §6.1.5, §7.3.8: it would wait for
+        itself)."""
+        if self.in_listener():
+            raise IllegalStateException(
+                "stop() may not be called from a message listener or completion listener of this connection (it "
+                "would wait for itself); call it from another task"
+            )
         self.check_open()
         self._client_id_locked = True
         self._started.clear()
@@ -371,9 +379,10 @@ class Connection:
         first; a MessageListener of this connection may not close it (close waits for listeners)."""
         if self._closed:
             return
-        if any(session.in_listener() for session in self._sessions):
+        if self.in_listener():
             raise IllegalStateException(
-                "a MessageListener may not close its own connection (close waits for it to return)"
+                "a MessageListener or CompletionListener may not close its own connection (close waits for it "
+                "to return); close it from another task"
             )
         if self._closing is None:
             self._closing = asyncio.ensure_future(self._close())
@@ -415,7 +424,8 @@ class Connection:
         if listener is None:
             log.warning("asynchronous JMS error and no ExceptionListener: %s", error)
             return
-        task = self._loop.create_task(_call_listener(listener, error))
+        # A context of its own: reported from a listener, it does not act for that listener (it may close).
+        task = self._loop.create_task(_call_listener(listener, error), context=contextvars.Context())
         self._reports.add(task)
         task.add_done_callback(self._reports.discard)
 

@@ -62,9 +62,11 @@ class MessageProducer(ProducerSettings):
             message, destination, mode, priority, ttl, delay, connection.adapter, connection.connection_id
         )
         if retain:
-            await aio_retained.publish(self._session, outgoing)
-            if completionListener is not None:  # after the callbacks of earlier sends (JMS 2.0 §7.3.8)
-                self._session.complete_sent(completionListener, message)
+            listener, session = completionListener, self._session
+            # After the callbacks of earlier sends (JMS 2.0 §7.3.8), and also when this caller is cancelled
+            # while the pair goes out (it runs to its end).
+            sent = None if listener is None else (lambda: session.complete_sent(listener, message))
+            await aio_retained.publish(session, outgoing, sent)
             return
         await self._session.send(self, outgoing, message, completionListener)
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from jmslike import retained
@@ -34,16 +35,29 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def publish(session: Session, outgoing: OutgoingMessage) -> None:
-    """Publish ``outgoing`` live and store it as its topic's retained publication, atomically."""
+async def publish(
+    session: Session, outgoing: OutgoingMessage, sent: Callable[[], None] | None = None
+) -> None:
+    """Publish ``outgoing`` live and store it as its topic's retained publication, atomically; then ``sent``
+    (its CompletionListener's turn), also when the caller was cancelled while the pair went out."""
     connection = session.connection
     publication = retained.plan_publication(connection.adapter, connection.connection_id, outgoing)
     if session.transacted:  # the pair runs to its end, and a commit waits for both SENDs
-        await session.in_transaction(lambda transaction: _in_transaction(session, publication, transaction))
-    else:
-        await asyncio.shield(
-            asyncio.ensure_future(_atomically(connection, publication))
-        )  # never split by a cancel
+
+        async def pair(transaction: str) -> None:
+            await _in_transaction(session, publication, transaction)
+            if sent is not None:
+                sent()
+
+        await session.in_transaction(pair)
+        return
+
+    async def atomically() -> None:
+        await _atomically(connection, publication)
+        if sent is not None:
+            sent()
+
+    await asyncio.shield(asyncio.ensure_future(atomically()))  # a cancelled caller does not split the pair
 
 
 async def _in_transaction(session: Session, publication: retained.Publication, transaction: str) -> None:

@@ -24,6 +24,7 @@ the event it saw, so no wake-up between its check and its wait is lost (everythi
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import inspect
 import itertools
@@ -93,6 +94,28 @@ class _Ending:
     after: list[Callable[[], Awaitable[None]]]
 
 
+@dataclasses.dataclass
+class _Scope:
+    """What a task does for a session while this is active: run its listener on a delivery, or one of its
+    completion callbacks (``callback``). Held in a context variable, so the tasks started from there (a commit
+    run to its end, an ``asyncio.wait_for``) act for it too; ended when the listener or callback returns, so a
+    task the application started from it and left running is not taken for it afterwards."""
+
+    session: SessionEngine
+    callback: bool
+    active: bool = True
+
+
+_acting: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("jmslike_aio_acting", default=None)
+
+
+@dataclasses.dataclass
+class _Caller:
+    """Whether the caller of work run to its end (``_run_to_end``) still waits for it."""
+
+    waiting: bool = True
+
+
 class SessionEngine:
     """State and rules of an asyncio session (see the module doc); ``Session`` is the JMS face on top of it."""
 
@@ -141,9 +164,12 @@ class SessionEngine:
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
         self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
         self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
-        # The task running a completion callback: the dispatch task, or the commit a listener called, which runs
-        # the callbacks queued behind that listener (settle_sends) in its own task.
-        self._callback_task: asyncio.Task[Any] | None = None
+        # Completion callbacks run in the dispatch task, or in the commit a listener called, which runs those
+        # queued behind that listener (settle_sends) in its own task. Both may take callbacks at once (a
+        # listener's commit whose caller was cancelled runs on while the dispatch task goes on), so a lock makes
+        # them run one at a time, in send order.
+        self._callback_running = False
+        self._callback_lock = asyncio.Lock()
 
     @property
     def connection(self) -> Connection:
@@ -361,16 +387,19 @@ class SessionEngine:
         except ConnectionLostException:
             log.debug("ack lost with the connection; the broker will redeliver")
 
-    async def _run_to_end(self, work: Coroutine[Any, Any, _T]) -> _T:
+    async def _run_to_end(self, work: Coroutine[Any, Any, _T], caller: _Caller | None = None) -> _T:
         """Await ``work``, which runs to its end even if the caller is cancelled: an acknowledge, commit,
         rollback or close cancelled half way would leave the session's state and the broker's apart. The
         caller's cancellation is raised as usual; a failure after it is logged. Each of these calls takes what
         it settles from the session before its first await (a commit its transaction, an acknowledge its
-        batch), so a later call never joins work already under way."""
+        batch), so a later call never joins work already under way. ``caller`` learns when the caller is gone,
+        for work that does less then."""
         task = asyncio.ensure_future(work)
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:
+            if caller is not None:
+                caller.waiting = False
             task.add_done_callback(_log_failure)
             raise
 
@@ -469,14 +498,20 @@ class SessionEngine:
     async def in_transaction(self, work: Callable[[str], Awaitable[None]]) -> None:
         """Run ``work`` with the open transaction (begun if there is none) while no commit or rollback can end
         it: a retained send's two SENDs both go into the transaction they began in, also when its caller is
-        cancelled and the application commits meanwhile."""
+        cancelled once they started and the application commits meanwhile. A caller cancelled before (waiting
+        for the BEGIN or a reconnect) sends nothing."""
+        caller = _Caller()
 
         async def begun(wire: AsyncWire) -> None:
-            await work(await self._begin(wire))
+            transaction = await self._begin(wire)
+            if caller.waiting:
+                await work(transaction)
 
-        await self._holding_boundary(begun)
+        await self._holding_boundary(begun, caller)
 
-    async def _holding_boundary(self, work: Callable[[AsyncWire], Awaitable[_T]]) -> _T:
+    async def _holding_boundary(
+        self, work: Callable[[AsyncWire], Awaitable[_T]], caller: _Caller | None = None
+    ) -> _T:
         """Run ``work`` on the wire under ``_boundary``; from the moment it holds the boundary, it runs to its
         end even if this caller is cancelled (a BEGIN may be on its way: the transaction it begins is the
         session's, which the next send joins and commit or rollback ends, instead of staying open on the
@@ -492,10 +527,14 @@ class SessionEngine:
                 "ending or beginning one (a commit whose caller was cancelled, or another send's BEGIN) all "
                 "that time; nothing was sent: send again"
             ) from None
-        return await self._run_to_end(self._release_after(wire, work))
+        return await self._run_to_end(self._release_after(wire, work), caller)
 
     async def _release_after(self, wire: AsyncWire, work: Callable[[AsyncWire], Awaitable[_T]]) -> _T:
         try:
+            if self._close_task is not None:  # queued behind close(): nothing was sent
+                raise IllegalStateException(
+                    "the session was closed while this send waited to begin a transaction"
+                )
             if not wire.is_open:  # lost while this send waited: the reconnected one (use_wire waits, bounded)
                 wire = await self._connection.use_wire()
             return await work(wire)
@@ -559,18 +598,22 @@ class SessionEngine:
         consumed, ending = committed
         # Outside the boundary: waiting for what the broker confirms only after COMMIT, and the after-commit
         # work (removing older retained copies browses, up to 30 s), must not hold the session's next send.
-        await self._await_deferred(ending.deferred)
-        for task in ending.after:
-            await task()
-        await self.settle_sends(mine)  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
-        if not self._connection.adapter.capabilities.transactional_acks:
-            # The sends are committed; now the consumed messages. A failure here loses nothing: they come back
-            # flagged redelivered (at-least-once for consumption on such brokers).
-            try:
-                await self._send_acks([p for _, p in consumed], None)
-            except JMSException as exc:
-                self._connection.report(exc)
-        await self._release_closed()  # after those ACKs: a consumer closed meanwhile is detached only now
+        try:
+            await self._await_deferred(ending.deferred)
+            for task in ending.after:
+                await task()
+            await self.settle_sends(
+                mine
+            )  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
+            if not self._connection.adapter.capabilities.transactional_acks:
+                # The sends are committed; now the consumed messages. A failure here loses nothing: they come
+                # back flagged redelivered (at-least-once for consumption on such brokers).
+                try:
+                    await self._send_acks([p for _, p in consumed], None)
+                except JMSException as exc:
+                    self._connection.report(exc)
+        finally:
+            await self._release_closed()  # after those ACKs: a consumer closed meanwhile is detached only now
 
     async def _commit_under_boundary(
         self,
@@ -735,9 +778,16 @@ class SessionEngine:
                     self._complete(ticket, _completion(listener, message, error))
 
             settle = settle_once(after_commit)
-            self._deferred.append(await self._submit(wire, frame, settle, ticket))
-            if listener is not None:
-                self._deferred_abandon.append(settle)
+            deferred, abandon = self._deferred, self._deferred_abandon  # this transaction's
+
+            def submitted(
+                pending: AsyncPendingReceipt,
+            ) -> None:  # also when this caller was cancelled meanwhile
+                deferred.append(pending)
+                if listener is not None:
+                    abandon.append(settle)
+
+            await self._submit(wire, frame, settle, ticket, submitted=submitted)
             return
         if listener is None and (
             tx is not None
@@ -790,10 +840,12 @@ class SessionEngine:
         settled: Callable[[JMSException | None], None],
         ticket: int,
         unsent: Callable[[], None] | None = None,
+        submitted: Callable[[AsyncPendingReceipt], None] | None = None,
     ) -> AsyncPendingReceipt:
         """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
         way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
-        its place in the completion order up (nothing waits behind it) and calls ``unsent``.
+        its place in the completion order up (nothing waits behind it) and calls ``unsent``. ``submitted`` gets
+        the pending receipt once the frame is handed over, whether or not the caller still waits.
 
         One outcome per send, also when the submitting task itself is cancelled (loop shutdown, cancel-all) after
         its receipt was recorded: whichever comes first, the answer or the failure, settles it; the other is
@@ -808,16 +860,19 @@ class SessionEngine:
 
         submitting = asyncio.ensure_future(wire.submit(frame, settle))
 
-        def failed(done: asyncio.Future[AsyncPendingReceipt]) -> None:
+        def handed_over(done: asyncio.Future[AsyncPendingReceipt]) -> None:
             nonlocal outcome
-            if (done.cancelled() or done.exception() is not None) and not outcome:
+            if not done.cancelled() and done.exception() is None:
+                if submitted is not None:
+                    submitted(done.result())
+            elif not outcome:
                 outcome = True
                 if ticket >= 0:
                     self._complete(ticket, _nothing)
                 if unsent is not None:
                     unsent()
 
-        submitting.add_done_callback(failed)
+        submitting.add_done_callback(handed_over)
         return await asyncio.shield(submitting)
 
     async def _take_place(self, size: int) -> None:
@@ -842,8 +897,9 @@ class SessionEngine:
             mine = self._on_dispatcher()
         while True:
             while mine and self._tasks:
-                await self._run_callback(self._tasks.popleft())
-            if not (self._places.busy or self._tasks or (self._callback_task is not None and not mine)):
+                await self._run_next_callback()
+            running = self._callback_running and not self._in_callback()  # elsewhere: wait for it
+            if not (self._places.busy or self._tasks or running):
                 return True
             changed = self._changed
             remaining = deadline - loop.time()
@@ -865,24 +921,31 @@ class SessionEngine:
         self._tasks.append(task)
         self.ensure_dispatcher()
 
-    async def _run_callback(self, task: Callable[[], Awaitable[None] | None]) -> None:
-        me = self._callback_task = asyncio.current_task()
-        try:
-            result = task()
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:  # the application's callback: reported, never raised into jmslike
-            self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
-        finally:
-            if self._callback_task is me:
-                self._callback_task = None
-            self.wake()
+    async def _run_next_callback(self) -> None:
+        """Run the oldest queued completion callback, if any (one at a time: ``_callback_lock``)."""
+        async with self._callback_lock:
+            if not self._tasks:
+                return
+            task = self._tasks.popleft()
+            self._callback_running = True
+            scope = _Scope(self, callback=True)
+            token = _acting.set(scope)
+            try:
+                result = task()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # the application's callback: reported, never raised into jmslike
+                self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
+            finally:
+                scope.active = False
+                _acting.reset(token)
+                self._callback_running = False
+                self.wake()
 
     def refuse_in_callback(self, action: str) -> None:
         """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that would
-        wait for the callback itself). Asked of the task, not of the dispatcher: a listener's commit runs the
-        callbacks queued behind it in the commit's own task."""
-        if self._callback_task is not None and self._callback_task is asyncio.current_task():
+        wait for the callback itself)."""
+        if self._in_callback():
             raise IllegalStateException(
                 f"{action} may not be called from a CompletionListener of this session (it would wait for that "
                 "callback to return); do it from another task"
@@ -890,7 +953,10 @@ class SessionEngine:
 
     def ensure_dispatcher(self) -> None:
         if self._dispatcher is None or self._dispatcher.done():
-            self._dispatcher = asyncio.get_running_loop().create_task(self._dispatch_loop())
+            # A context of its own: started from a listener or callback, it must not act for that (_Scope).
+            self._dispatcher = asyncio.get_running_loop().create_task(
+                self._dispatch_loop(), context=contextvars.Context()
+            )
         self.wake()
 
     def _next_for_listener(
@@ -917,7 +983,7 @@ class SessionEngine:
             if self._tasks:
                 self._dispatching = True
                 try:
-                    await self._run_callback(self._tasks.popleft())
+                    await self._run_next_callback()
                 finally:
                     self._dispatching = False
                 continue
@@ -944,6 +1010,8 @@ class SessionEngine:
         self._current = (consumer, pending)
         self._recover_current = False
         failed = False
+        scope = _Scope(self, callback=False)
+        token = _acting.set(scope)
         try:
             result = listener(message)
             if inspect.isawaitable(result):
@@ -962,6 +1030,8 @@ class SessionEngine:
                 as_jms_exception(exc, f"message listener raised on {message.getJMSMessageID()}")
             )
         finally:
+            scope.active = False
+            _acting.reset(token)
             self._current = None
         await self._after_listener(consumer, pending, failed)
 
@@ -996,12 +1066,21 @@ class SessionEngine:
         return self._current is not None and self._current[0] is consumer
 
     def in_listener(self) -> bool:
-        """Whether the caller is one of this session's listeners."""
+        """Whether the caller acts for one of this session's listeners or completion callbacks
+        (Connection.stop and close, which wait for them, refuse these)."""
         return self._on_dispatcher()
 
+    def _in_callback(self) -> bool:
+        """Whether the caller acts for one of this session's completion callbacks (``_Scope``)."""
+        scope = _acting.get()
+        return scope is not None and scope.active and scope.session is self and scope.callback
+
     def _on_dispatcher(self) -> bool:
-        """Whether the caller is this session's listener (its dispatch task)."""
-        return self._dispatcher is not None and asyncio.current_task() is self._dispatcher
+        """Whether the caller acts for this session's listener or one of its completion callbacks: the dispatch
+        task while it runs one, a listener's commit running callbacks, or a task either started meanwhile
+        (``_Scope``)."""
+        scope = _acting.get()
+        return scope is not None and scope.active and scope.session is self
 
     async def consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
         """A consumer stopped taking messages: detach it now, or once what it delivered is settled."""

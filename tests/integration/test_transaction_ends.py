@@ -19,7 +19,12 @@ from transaction_peer import TransactionPeer
 
 from jmslike import ConnectionFactory, JMSException, Session, aio
 from jmslike.conformance.suite.helpers import text_of
-from jmslike.exceptions import ConnectionLostException, JMSTimeoutException, TransactionRolledBackException
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    JMSTimeoutException,
+    TransactionRolledBackException,
+)
 from jmslike.messages import Message
 
 pytestmark = pytest.mark.timeout(90)
@@ -527,5 +532,89 @@ def test_sends_of_a_commit_in_doubt_are_told_and_hold_back_no_later_completion(
             )
             await session.commit()
             assert heard.events == expected
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_send_queued_behind_close_raises_and_sends_nothing_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """A commit whose caller was cancelled holds the transaction boundary, close() waits behind it, and a send
+    waits behind close(). Once close() is under way the send is refused; before, it began a transaction on the
+    closing session and returned, and its message was lost with that transaction at DISCONNECT."""
+    peer = TransactionPeer(hold_first="COMMIT")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("committed"))
+            await commit_cancelled_in_flight(session, peer)
+            closing = asyncio.ensure_future(session.close())
+            await asyncio.sleep(0)  # a yield: close() is waiting at the boundary
+            sending = asyncio.ensure_future(producer.send(session.createTextMessage("too late")))
+            await asyncio.sleep(0)  # a yield: the send is waiting behind close()
+            peer.release()
+            await closing
+            with pytest.raises(IllegalStateException):
+                await sending
+        assert peer.commands.count("SEND") == 1, peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_retained_send_cancelled_while_its_begin_is_in_flight_sends_nothing_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """The BEGIN runs to its end (the transaction is the session's), but the retained pair is sent only if its
+    caller still waits: a cancelled send never publishes behind the caller's back."""
+    peer = TransactionPeer(broker="activemq", hold_first="BEGIN")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createTopic("t"))
+            sending = asyncio.ensure_future(
+                producer.send(session.createTextMessage("cancelled"), retain=True)
+            )
+            await asyncio.to_thread(peer.wait_for, "BEGIN")
+            sending.cancel()
+            await asyncio.gather(sending, return_exceptions=True)
+            peer.release()
+            await session.commit()
+        assert peer.commands[1:3] == ["BEGIN", "COMMIT"] and "SEND" not in peer.commands, peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_transacted_send_cancelled_before_it_is_handed_over_still_hears_the_rollback_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """RabbitMQ answers a transactional SEND only at COMMIT. A send whose caller is cancelled just after it starts
+    still goes out (its hand-over runs on), so it belongs to the transaction: a rollback tells its
+    CompletionListener, and the next send's listener is not held behind it."""
+    peer = TransactionPeer()
+    peers.append(peer)
+    heard = Heard()
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("begins the transaction"))
+            sending = asyncio.ensure_future(
+                producer.send(
+                    session.createTextMessage("cancelled"), completionListener=heard.listener("first")
+                )
+            )
+            await asyncio.sleep(0)  # a yield: the send hands its frame over in a task of its own
+            sending.cancel()
+            await asyncio.gather(sending, return_exceptions=True)
+            await asyncio.to_thread(peer.wait_for, "SEND", 2)
+            await session.rollback()
+            await producer.send(
+                session.createTextMessage("committed"), completionListener=heard.listener("second")
+            )
+            await session.commit()
+            assert heard.events == ["first: TransactionRolledBackException", "second: completed"]
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
