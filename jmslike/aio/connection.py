@@ -18,7 +18,6 @@ the ExceptionListener as a ConnectionLostException.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import inspect
 import itertools
 import logging
@@ -26,6 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from jmslike.aio import listener_scope
 from jmslike.aio.context import JMSContext
 from jmslike.aio.private_link import PrivateLink
 from jmslike.aio.session import Session
@@ -367,6 +367,8 @@ class Connection:
                 "stop() may not be called from a message listener or completion listener of this connection (it "
                 "would wait for itself); call it from another task"
             )
+        for session in list(self._sessions):
+            await session.wait_out_listener("stop()")
         self.check_open()
         self._client_id_locked = True
         self._started.clear()
@@ -384,6 +386,8 @@ class Connection:
                 "a MessageListener or CompletionListener may not close its own connection (close waits for it "
                 "to return); close it from another task"
             )
+        for session in list(self._sessions):
+            await session.wait_out_listener("close()")
         if self._closing is None:
             self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)
@@ -424,8 +428,10 @@ class Connection:
         if listener is None:
             log.warning("asynchronous JMS error and no ExceptionListener: %s", error)
             return
-        # A context of its own: reported from a listener, it does not act for that listener (it may close).
-        task = self._loop.create_task(_call_listener(listener, error), context=contextvars.Context())
+        # Reported from a listener, it does not act for that listener (it may close: listener_scope).
+        task = self._loop.create_task(
+            _call_listener(listener, error), context=listener_scope.detached_context()
+        )
         self._reports.add(task)
         task.add_done_callback(self._reports.discard)
 

@@ -24,7 +24,6 @@ the event it saw, so no wake-up between its check and its wait is lost (everythi
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import inspect
 import itertools
@@ -33,7 +32,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jmslike.aio import loop_turns
+from jmslike.aio import listener_scope, loop_turns
 from jmslike.aio.consumer import MessageConsumer
 from jmslike.aio.producer import MessageProducer
 from jmslike.catalogue import optional_registry
@@ -95,21 +94,6 @@ class _Ending:
 
 
 @dataclasses.dataclass
-class _Scope:
-    """What a task does for a session while this is active: run its listener on a delivery, or one of its
-    completion callbacks (``callback``). Held in a context variable, so the tasks started from there (a commit
-    run to its end, an ``asyncio.wait_for``) act for it too; ended when the listener or callback returns, so a
-    task the application started from it and left running is not taken for it afterwards."""
-
-    session: SessionEngine
-    callback: bool
-    active: bool = True
-
-
-_acting: contextvars.ContextVar[_Scope | None] = contextvars.ContextVar("jmslike_aio_acting", default=None)
-
-
-@dataclasses.dataclass
 class _Caller:
     """Whether the caller of work run to its end (``_run_to_end``) still waits for it."""
 
@@ -161,6 +145,7 @@ class SessionEngine:
         self._rr = 0
         self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
         self._close_task: asyncio.Future[None] | None = None
+        self._ending_transactions = False  # close() has rolled back: no transaction begins any more
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
         self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
         self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
@@ -474,7 +459,7 @@ class SessionEngine:
         self.check_open()
         if self.transacted:
             raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
-        if self._current is not None and self._on_dispatcher():
+        if self._current is not None and self._for_listener():
             self._recover_current = True  # the listener's own message comes again too
         await self._run_to_end(self._recover())
 
@@ -531,7 +516,7 @@ class SessionEngine:
 
     async def _release_after(self, wire: AsyncWire, work: Callable[[AsyncWire], Awaitable[_T]]) -> _T:
         try:
-            if self._close_task is not None:  # queued behind close(): nothing was sent
+            if self._ending_transactions:  # queued behind close()'s rollback: nothing was sent
                 raise IllegalStateException(
                     "the session was closed while this send waited to begin a transaction"
                 )
@@ -580,7 +565,10 @@ class SessionEngine:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
         (ConnectionLostException for a loss) when the outcome is unknown."""
         self.refuse_in_callback("commit()")
-        await self._run_to_end(self._commit(self._on_dispatcher()))
+        await listener_scope.wait_out(
+            self, "commit()", self._connection.config.receipt_timeout_ms / 1000, listeners=False
+        )
+        await self._run_to_end(self._commit(self._for_listener()))
 
     async def _commit(self, mine: bool) -> None:
         self.check_open()
@@ -696,7 +684,10 @@ class SessionEngine:
     async def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
         self.refuse_in_callback("rollback()")
-        await self._run_to_end(self._rollback(self._on_dispatcher()))
+        await listener_scope.wait_out(
+            self, "rollback()", self._connection.config.receipt_timeout_ms / 1000, listeners=False
+        )
+        await self._run_to_end(self._rollback(self._for_listener()))
 
     async def _rollback(self, mine: bool) -> None:
         self.check_open()
@@ -894,9 +885,11 @@ class SessionEngine:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
         if mine is None:
-            mine = self._on_dispatcher()
+            mine = self._for_listener()
         while True:
-            while mine and self._tasks:
+            # Asked again each time: a listener's commit that runs on after the listener returned leaves the
+            # callbacks to the dispatch task, which would otherwise start the next listener beside them.
+            while mine and self._tasks and self._for_listener():
                 await self._run_next_callback()
             running = self._callback_running and not self._in_callback()  # elsewhere: wait for it
             if not (self._places.busy or self._tasks or running):
@@ -928,8 +921,7 @@ class SessionEngine:
                 return
             task = self._tasks.popleft()
             self._callback_running = True
-            scope = _Scope(self, callback=True)
-            token = _acting.set(scope)
+            scope, token = listener_scope.enter(self, callback=True)
             try:
                 result = task()
                 if inspect.isawaitable(result):
@@ -937,15 +929,15 @@ class SessionEngine:
             except Exception as exc:  # the application's callback: reported, never raised into jmslike
                 self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
             finally:
-                scope.active = False
-                _acting.reset(token)
+                listener_scope.leave(scope, token)
                 self._callback_running = False
                 self.wake()
 
     def refuse_in_callback(self, action: str) -> None:
         """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that would
         wait for the callback itself)."""
-        if self._in_callback():
+        scope = listener_scope.of(self)
+        if scope is not None and scope.callback and scope.owned_here():
             raise IllegalStateException(
                 f"{action} may not be called from a CompletionListener of this session (it would wait for that "
                 "callback to return); do it from another task"
@@ -953,9 +945,9 @@ class SessionEngine:
 
     def ensure_dispatcher(self) -> None:
         if self._dispatcher is None or self._dispatcher.done():
-            # A context of its own: started from a listener or callback, it must not act for that (_Scope).
+            # Started from a listener or callback, it must not act for that (listener_scope).
             self._dispatcher = asyncio.get_running_loop().create_task(
-                self._dispatch_loop(), context=contextvars.Context()
+                self._dispatch_loop(), context=listener_scope.detached_context()
             )
         self.wake()
 
@@ -987,7 +979,7 @@ class SessionEngine:
                 finally:
                     self._dispatching = False
                 continue
-            found = self._next_for_listener()
+            found = None if self._callback_running else self._next_for_listener()  # never beside a callback
             if found is None:
                 await changed.wait()
                 continue
@@ -1010,8 +1002,7 @@ class SessionEngine:
         self._current = (consumer, pending)
         self._recover_current = False
         failed = False
-        scope = _Scope(self, callback=False)
-        token = _acting.set(scope)
+        scope, token = listener_scope.enter(self, callback=False)
         try:
             result = listener(message)
             if inspect.isawaitable(result):
@@ -1030,8 +1021,7 @@ class SessionEngine:
                 as_jms_exception(exc, f"message listener raised on {message.getJMSMessageID()}")
             )
         finally:
-            scope.active = False
-            _acting.reset(token)
+            listener_scope.leave(scope, token)
             self._current = None
         await self._after_listener(consumer, pending, failed)
 
@@ -1056,7 +1046,7 @@ class SessionEngine:
     async def idle(self) -> None:
         """Return once no listener of this session is running, nor the settling after it (Connection.stop,
         close)."""
-        if self._on_dispatcher():
+        if self._for_listener():
             return
         while self._dispatching:
             await self._changed.wait()
@@ -1066,21 +1056,26 @@ class SessionEngine:
         return self._current is not None and self._current[0] is consumer
 
     def in_listener(self) -> bool:
-        """Whether the caller acts for one of this session's listeners or completion callbacks
-        (Connection.stop and close, which wait for them, refuse these)."""
-        return self._on_dispatcher()
+        """Whether the caller is one of this session's listeners or completion callbacks itself (its task), which
+        Connection.stop and close refuse: they would wait for it."""
+        scope = listener_scope.of(self)
+        return scope is not None and scope.owned_here()
+
+    async def wait_out_listener(self, action: str) -> None:
+        """From a task one of this session's listeners or callbacks started: wait for it to return before
+        ``action`` (listener_scope.wait_out)."""
+        await listener_scope.wait_out(self, action, self._connection.config.receipt_timeout_ms / 1000)
 
     def _in_callback(self) -> bool:
-        """Whether the caller acts for one of this session's completion callbacks (``_Scope``)."""
-        scope = _acting.get()
-        return scope is not None and scope.active and scope.session is self and scope.callback
+        """Whether the caller acts for one of this session's completion callbacks (listener_scope)."""
+        scope = listener_scope.of(self)
+        return scope is not None and scope.callback
 
-    def _on_dispatcher(self) -> bool:
-        """Whether the caller acts for this session's listener or one of its completion callbacks: the dispatch
-        task while it runs one, a listener's commit running callbacks, or a task either started meanwhile
-        (``_Scope``)."""
-        scope = _acting.get()
-        return scope is not None and scope.active and scope.session is self
+    def _for_listener(self) -> bool:
+        """Whether the caller acts for this session's MessageListener: the dispatch task while it runs one, or a
+        task started from there meanwhile (its commit running on, an ``asyncio.wait_for``)."""
+        scope = listener_scope.of(self)
+        return scope is not None and not scope.callback
 
     async def consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
         """A consumer stopped taking messages: detach it now, or once what it delivered is settled."""
@@ -1138,10 +1133,11 @@ class SessionEngine:
         if self._closed:
             return
         self.refuse_in_callback("close()")
-        if self._on_dispatcher():
+        if self.in_listener():
             raise IllegalStateException(
                 "a MessageListener may not close its own session (close waits for it)"
             )
+        await self.wait_out_listener("close()")
         if self._close_task is None:  # a second close waits for the first
             self._close_task = asyncio.ensure_future(self._close())
             self._close_task.add_done_callback(_retrieved)
@@ -1160,6 +1156,7 @@ class SessionEngine:
                 log.warning("closing a session whose asynchronous sends are still unconfirmed")
             if self.transacted:
                 async with self._boundary:  # after a commit under way
+                    self._ending_transactions = True  # a send waiting behind this is refused (_release_after)
                     await self._rollback_local(redeliver=False)
         for consumer in list(self._consumers) + list(self._closing):
             buffered = consumer.stop_taking()

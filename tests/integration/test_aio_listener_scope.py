@@ -11,6 +11,7 @@ bookkeeping, with a transactional SEND's receipt arriving at COMMIT.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Iterator
 
 import pytest
@@ -102,12 +103,13 @@ def test_a_callback_run_by_a_listeners_commit_may_not_stop_or_close_the_connecti
     peer: TransactionPeer,
 ) -> None:
     """Both would wait for the listener, which waits for its commit, which waits for this callback: before, they
-    hung. Also through ``asyncio.wait_for``, which runs the call in a task of its own."""
+    hung. Called in the callback, they are refused at once; wrapped in ``asyncio.wait_for`` (a task of its own,
+    which the callback awaits) they are refused once the receipt timeout shows the callback waits for them."""
 
     async def scenario() -> None:
         refused: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
+            peer.url(receipt_timeout_ms="1000")
         ).createConnection() as connection:
             session = await connection.createSession(True, Session.SESSION_TRANSACTED)
             producer = session.createProducer(session.createQueue("out"))
@@ -116,10 +118,11 @@ def test_a_callback_run_by_a_listeners_commit_may_not_stop_or_close_the_connecti
                 async def onCompletion(self, message: Message) -> None:
                     seen = []
                     for call in (connection.stop, connection.close, session.close):
-                        try:
-                            await asyncio.wait_for(call(), 10)
-                        except IllegalStateException:
-                            seen.append(call.__name__)
+                        for wrapped in (False, True):
+                            try:
+                                await (asyncio.wait_for(call(), 10) if wrapped else call())
+                            except IllegalStateException:
+                                seen.append(call.__name__ + (" in wait_for" if wrapped else ""))
                     refused.set_result(seen)
 
                 def onException(self, message: Message, exception: Exception) -> None:
@@ -131,7 +134,14 @@ def test_a_callback_run_by_a_listeners_commit_may_not_stop_or_close_the_connecti
 
             (await session.createConsumer(session.createQueue("q"))).setMessageListener(on_message)
             await connection.start()
-            assert await refused == ["stop", "close", "close"]
+            assert await refused == [
+                "stop",
+                "stop in wait_for",
+                "close",
+                "close in wait_for",
+                "close",
+                "close in wait_for",
+            ]
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
@@ -211,3 +221,178 @@ def test_a_listeners_commit_wrapped_in_wait_for_runs_the_callbacks_queued_behind
         assert events == ["callback", "commit returned"]
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_task_a_listener_leaves_running_waits_for_it_to_close_or_stop(peer: TransactionPeer) -> None:
+    """A task the listener starts and does not await is not the listener: its close() and stop() wait for the
+    listener to return, as any other task's do (a first version of the scope refused them)."""
+
+    async def scenario() -> None:
+        outcomes: list[str] = []
+        listener_may_return = asyncio.Event()
+        spawned: list[asyncio.Task[None]] = []
+        async with await aio.ConnectionFactory(
+            peer.url(receipt_timeout_ms="5000")
+        ).createConnection() as connection:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+
+            async def stop_and_close() -> None:
+                listener_may_return.set()
+                for call in (connection.stop, session.close):
+                    await call()
+                    outcomes.append(f"{call.__name__} returned")
+
+            async def on_message(message: Message) -> None:
+                spawned.append(asyncio.ensure_future(stop_and_close()))
+                await listener_may_return.wait()
+                outcomes.append("listener returns")
+
+            (await session.createConsumer(session.createQueue("q"))).setMessageListener(on_message)
+            await connection.start()
+            while not spawned:
+                await asyncio.sleep(0)  # a yield: the listener runs
+            await asyncio.wait_for(spawned[0], 10)
+        assert outcomes == ["listener returns", "stop returned", "close returned"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_callback_left_running_by_a_listeners_commit_holds_back_the_next_listener(
+    peer: TransactionPeer,
+) -> None:
+    """The listener stops waiting for its commit (``asyncio.wait_for``) while the commit runs a callback, and
+    returns. The next delivery waits for that callback: callbacks never run beside a MessageListener of the
+    session (a first version of the scope let the next listener start inside it)."""
+
+    async def scenario() -> None:
+        events: list[str] = []
+        callback_may_end, callback_started, second_listener_done = (
+            asyncio.Event(),
+            asyncio.Event(),
+            asyncio.Event(),
+        )
+        async with await aio.ConnectionFactory(
+            peer.url(receipt_timeout_ms="5000")
+        ).createConnection() as connection:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            producer = session.createProducer(session.createQueue("out"))
+
+            class Callback:
+                async def onCompletion(self, message: Message) -> None:
+                    events.append("callback starts")
+                    callback_started.set()
+                    await callback_may_end.wait()
+                    events.append("callback ends")
+
+                def onException(self, message: Message, exception: Exception) -> None:
+                    events.append(f"callback: {exception!r}")
+
+            async def on_message(message: Message) -> None:
+                events.append("listener starts")
+                if len([e for e in events if e == "listener starts"]) == 1:
+                    await producer.send(session.createTextMessage("reply"), completionListener=Callback())
+                    committing = asyncio.ensure_future(session.commit())
+                    await callback_started.wait()
+                    committing.cancel()  # as asyncio.wait_for does at its timeout; the commit runs on
+                    await asyncio.gather(committing, return_exceptions=True)
+                    peer.push(b"second")
+                else:
+                    second_listener_done.set()
+                events.append("listener returns")
+
+            (await session.createConsumer(session.createQueue("q"))).setMessageListener(on_message)
+            await connection.start()
+            await callback_started.wait()
+            with pytest.raises(TimeoutError):  # the second message arrives meanwhile; its listener must wait
+                await asyncio.wait_for(second_listener_done.wait(), 1.0)
+            callback_may_end.set()
+            await second_listener_done.wait()
+        assert events == [
+            "listener starts",
+            "callback starts",
+            "listener returns",
+            "callback ends",
+            "listener starts",
+            "listener returns",
+        ]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_listeners_and_the_exception_listener_keep_the_applications_context_variables(
+    peer: TransactionPeer,
+) -> None:
+    """jmslike starts the dispatch task and the ExceptionListener's calls from a copy of the caller's context
+    without its listener scope: a tracing span or a correlation id set before still reaches them (a first
+    version started them from an empty context)."""
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="<unset>")
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        seen: dict[str, str] = {}
+        reported: asyncio.Future[None] = loop.create_future()
+        request_id.set("app-42")
+        async with await aio.ConnectionFactory(
+            peer.url(receipt_timeout_ms="5000")
+        ).createConnection() as connection:
+
+            def on_exception(exception: Exception) -> None:
+                seen.setdefault("exception listener", request_id.get())
+                if not reported.done():
+                    reported.set_result(None)
+
+            connection.setExceptionListener(on_exception)
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+
+            def on_message(message: Message) -> None:
+                seen.setdefault("message listener", request_id.get())
+                raise RuntimeError("reported to the ExceptionListener")
+
+            (await session.createConsumer(session.createQueue("q"))).setMessageListener(on_message)
+            await connection.start()
+            await reported
+        assert seen == {"message listener": "app-42", "exception listener": "app-42"}
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_listener_still_running_when_close_is_called_may_send_and_commit() -> None:
+    """close() waits for a running listener (JMS 1.1 §4.4.1), which may still begin a transaction, send and
+    commit: only a send that would begin one after close's rollback is refused (a first version refused every
+    send from the moment close() was called)."""
+    peer = TransactionPeer(deliver=b"request", broker="activemq")
+    try:
+
+        async def scenario() -> None:
+            outcome: list[str] = []
+            started, may_go_on = asyncio.Event(), asyncio.Event()
+            async with await aio.ConnectionFactory(
+                peer.url(receipt_timeout_ms="5000")
+            ).createConnection() as connection:
+                session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+                producer = session.createProducer(session.createQueue("replies"))
+
+                async def on_message(message: Message) -> None:
+                    started.set()
+                    await may_go_on.wait()
+                    await producer.send(session.createTextMessage("reply"))
+                    await session.commit()
+                    outcome.append("sent and committed")
+
+                (await session.createConsumer(session.createQueue("q"))).setMessageListener(on_message)
+                await connection.start()
+                await started.wait()
+                closing = asyncio.ensure_future(session.close())
+                await asyncio.sleep(0)  # a yield: close() waits for the listener
+                may_go_on.set()
+                await closing
+                assert outcome == ["sent and committed"]
+            assert [c for c in peer.commands if c in ("BEGIN", "SEND", "COMMIT")] == [
+                "BEGIN",
+                "SEND",
+                "COMMIT",
+            ]
+
+        asyncio.run(asyncio.wait_for(scenario(), 60))
+    finally:
+        peer.stop()
