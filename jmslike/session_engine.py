@@ -470,6 +470,7 @@ class SessionEngine:
             wire.request(self._connection.adapter.transaction_frame("COMMIT", tx))
         except ConnectionLostException as exc:
             self._forget_transaction(consumed, in_doubt=True)
+            self._release_closed()
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
             with (
@@ -479,30 +480,35 @@ class SessionEngine:
             wire.discard(deferred)
             abandon_sends(abandoned, sends_in_doubt())
             self._forget_transaction(consumed, in_doubt=True)
+            self._release_closed()
             raise commit_in_doubt() from exc
         except JMSException as exc:
             self._rollback_local(redeliver=True)
             raise TransactionRolledBackException(f"the broker refused COMMIT: {exc}") from exc
         self._forget_transaction(consumed)
-        tasks, self._after_commit = self._after_commit, []
-        self._await_deferred_receipts(deferred)
-        for task in tasks:
-            task()
-        self._settle_callbacks()  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
-        if not acks_in_transaction:
-            # The sends are committed; now the consumed messages. A failure here loses nothing: they come
-            # back flagged redelivered (at-least-once for consumption on such brokers).
-            try:
-                self._send_acks([p for _, p in consumed], None)
-            except JMSException as exc:
-                self._connection.report(exc)
+        try:
+            tasks, self._after_commit = self._after_commit, []
+            self._await_deferred_receipts(deferred)
+            for task in tasks:
+                task()
+            self._settle_callbacks()  # callbacks of sends answered only at COMMIT (RabbitMQ) have returned
+            if not acks_in_transaction:
+                # The sends are committed; now the consumed messages. A failure here loses nothing: they come
+                # back flagged redelivered (at-least-once for consumption on such brokers).
+                try:
+                    self._send_acks([p for _, p in consumed], None)
+                except JMSException as exc:
+                    self._connection.report(exc)
+        finally:
+            self._release_closed()  # after those ACKs: a consumer closed in the transaction is detached only now
 
     def _forget_transaction(
         self, consumed: list[tuple[MessageConsumer, Pending]], in_doubt: bool = False
     ) -> None:
         """The transaction is over: committed, or ``in_doubt`` (its outcome reported to the application).
         A 'rollback only' that a connection loss left meanwhile was about this transaction, so it goes too:
-        the next transaction starts clean."""
+        the next transaction starts clean. Its closed consumers are detached by the caller (_release_closed),
+        once their ACKs are sent."""
         with self._cond:
             done = {id(p) for _, p in consumed}
             self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
@@ -512,7 +518,6 @@ class SessionEngine:
             self._rollback_only = None
             if in_doubt:
                 self._after_commit = []
-        self._release_closed()
 
     def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""

@@ -257,6 +257,28 @@ async def _send_all(producer: Any, messages: list[Message], rest_every: int = 0)
         await asyncio.sleep(0.02 if rest_every and sent % rest_every == 0 else 0)
 
 
+def test_a_message_whose_consumer_was_closed_before_commit_is_committed(broker: Any, url: str) -> None:
+    """The threaded test of the same name, awaited: the consumer stays subscribed until commit() has
+    acknowledged what it delivered (after COMMIT on Artemis)."""
+
+    async def body() -> None:
+        queue_name = name("q")
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            queue = session.createQueue(queue_name)
+            await session.createProducer(queue).send(session.createTextMessage("consumed"))
+            await session.commit()
+            consumer = await session.createConsumer(queue)
+            assert text(await consumer.receive(RECEIVE_MS)) == "consumed"
+            await consumer.close()
+            await session.commit()
+        async with await open_connection(broker, url) as again:
+            reader = await again.createSession(Session.AUTO_ACKNOWLEDGE)
+            assert await (await reader.createConsumer(reader.createQueue(queue_name))).receive(1000) is None
+
+    run(body)
+
+
 def test_a_cancelled_commit_still_commits_once_and_the_session_goes_on(broker: Any, url: str) -> None:
     async def body() -> None:
         async with await open_connection(broker, url) as connection:

@@ -94,3 +94,21 @@ def test_empty_commit_and_rollback_are_harmless(connection: Connection) -> None:
     tx.commit()
     tx.rollback()
     tx.commit()
+
+
+def test_a_message_whose_consumer_was_closed_before_commit_is_committed(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """JMS: closing a consumer leaves what it delivered to the session's transaction, which commit() then
+    consumes. On Artemis the acknowledgement goes out after COMMIT, so the consumer must stay subscribed until
+    it has (an ACK for an unsubscribed consumer is void there, and the message would come back)."""
+    connection = connect()
+    plain = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    plain.createProducer(plain.createQueue(unique_name)).send(plain.createTextMessage("consumed"))
+    tx = connection.createSession(True, Session.SESSION_TRANSACTED)
+    consumer = tx.createConsumer(tx.createQueue(unique_name))
+    assert text_of(consumer.receive(RECEIVE_MS)) == "consumed"
+    consumer.close()
+    tx.commit()
+    connection.close()
+    assert drain_texts(connect(), unique_name, 1000) == []
