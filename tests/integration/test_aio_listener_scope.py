@@ -15,9 +15,8 @@ import contextvars
 from collections.abc import Iterator
 
 import pytest
-from transaction_peer import TransactionPeer
+from transaction_peer import TransactionPeer, transacted
 
-from jmslike import Session, aio
 from jmslike.exceptions import IllegalStateException
 from jmslike.messages import Message
 
@@ -44,10 +43,7 @@ def test_callbacks_run_one_at_a_time_in_send_order_when_a_listeners_commit_is_cu
         first_started, listener_returned = asyncio.Event(), asyncio.Event()
         first_may_end = asyncio.Event()
         second_done: asyncio.Future[None] = loop.create_future()
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
             producer = session.createProducer(session.createQueue("out"))
 
             class Callback:
@@ -108,10 +104,7 @@ def test_a_callback_run_by_a_listeners_commit_may_not_stop_or_close_the_connecti
 
     async def scenario() -> None:
         refused: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="1000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="1000") as (connection, session):
             producer = session.createProducer(session.createQueue("out"))
 
             class Callback:
@@ -158,10 +151,7 @@ def test_a_listener_may_not_stop_its_connection_and_a_task_it_leaves_running_is_
         outcome: asyncio.Future[str] = loop.create_future()
         later: asyncio.Future[None] = loop.create_future()
         left_running: list[asyncio.Task[None]] = []
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
 
             async def stop_later() -> None:
                 await later
@@ -195,10 +185,7 @@ def test_a_listeners_commit_wrapped_in_wait_for_runs_the_callbacks_queued_behind
         loop = asyncio.get_running_loop()
         events: list[str] = []
         handled: asyncio.Future[None] = loop.create_future()
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="3000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="3000") as (connection, session):
             producer = session.createProducer(session.createQueue("out"))
 
             class Callback:
@@ -231,10 +218,7 @@ def test_a_task_a_listener_leaves_running_waits_for_it_to_close_or_stop(peer: Tr
         outcomes: list[str] = []
         listener_may_return = asyncio.Event()
         spawned: list[asyncio.Task[None]] = []
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
 
             async def stop_and_close() -> None:
                 listener_may_return.set()
@@ -271,10 +255,7 @@ def test_a_callback_left_running_by_a_listeners_commit_holds_back_the_next_liste
             asyncio.Event(),
             asyncio.Event(),
         )
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
             producer = session.createProducer(session.createQueue("out"))
 
             class Callback:
@@ -332,9 +313,7 @@ def test_listeners_and_the_exception_listener_keep_the_applications_context_vari
         seen: dict[str, str] = {}
         reported: asyncio.Future[None] = loop.create_future()
         request_id.set("app-42")
-        async with await aio.ConnectionFactory(
-            peer.url(receipt_timeout_ms="5000")
-        ).createConnection() as connection:
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
 
             def on_exception(exception: Exception) -> None:
                 seen.setdefault("exception listener", request_id.get())
@@ -342,7 +321,6 @@ def test_listeners_and_the_exception_listener_keep_the_applications_context_vari
                     reported.set_result(None)
 
             connection.setExceptionListener(on_exception)
-            session = await connection.createSession(True, Session.SESSION_TRANSACTED)
 
             def on_message(message: Message) -> None:
                 seen.setdefault("message listener", request_id.get())
@@ -366,10 +344,7 @@ def test_a_listener_still_running_when_close_is_called_may_send_and_commit() -> 
         async def scenario() -> None:
             outcome: list[str] = []
             started, may_go_on = asyncio.Event(), asyncio.Event()
-            async with await aio.ConnectionFactory(
-                peer.url(receipt_timeout_ms="5000")
-            ).createConnection() as connection:
-                session = await connection.createSession(True, Session.SESSION_TRANSACTED)
+            async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
                 producer = session.createProducer(session.createQueue("replies"))
 
                 async def on_message(message: Message) -> None:

@@ -11,11 +11,10 @@ next one, begun meanwhile by a caller whose commit was cancelled (asyncio).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import pytest
-from transaction_peer import TransactionPeer
+from transaction_peer import TransactionPeer, transacted
 
 from jmslike import ConnectionFactory, JMSException, Session, aio
 from jmslike.conformance.suite.helpers import text_of
@@ -60,17 +59,6 @@ def peers() -> Iterator[list[TransactionPeer]]:
     yield made
     for peer in made:
         peer.stop()
-
-
-@contextlib.asynccontextmanager
-async def transacted(
-    peer: TransactionPeer, **options: str
-) -> AsyncIterator[tuple[aio.Connection, aio.Session]]:
-    """An asyncio connection to ``peer`` (its ExceptionListener set: some tests lose the connection on purpose)
-    and a transacted session on it; closed on the way out."""
-    async with await aio.ConnectionFactory(peer.url(**options)).createConnection() as connection:
-        connection.setExceptionListener(lambda exc: None)
-        yield connection, await connection.createSession(True, Session.SESSION_TRANSACTED)
 
 
 async def commit_cancelled_in_flight(session: aio.Session, peer: TransactionPeer) -> None:

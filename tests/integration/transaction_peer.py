@@ -26,6 +26,9 @@ import contextlib
 import re
 import socket
 import threading
+from collections.abc import AsyncIterator
+
+from jmslike import Session, aio
 
 DEADLINE_S = 30.0
 SERVERS = {"rabbitmq": b"RabbitMQ/3.10.8", "activemq": b"ActiveMQ/5.17.2"}
@@ -213,3 +216,14 @@ class TransactionPeer:
         with contextlib.suppress(OSError):
             self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
+
+
+@contextlib.asynccontextmanager
+async def transacted(
+    peer: TransactionPeer, **options: str
+) -> AsyncIterator[tuple[aio.Connection, aio.Session]]:
+    """An asyncio connection to ``peer`` (its ExceptionListener set: some tests lose the connection on purpose)
+    and a transacted session on it; closed on the way out."""
+    async with await aio.ConnectionFactory(peer.url(**options)).createConnection() as connection:
+        connection.setExceptionListener(lambda exc: None)
+        yield connection, await connection.createSession(True, Session.SESSION_TRANSACTED)
