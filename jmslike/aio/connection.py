@@ -350,6 +350,12 @@ class Connection:
         """Whether the caller is a listener or completion callback of one of this connection's sessions."""
         return any(session.in_listener() for session in self._sessions)
 
+    async def wait_out_listeners(self, action: str) -> None:
+        """From a task a listener or callback of this connection started: wait for it to return before
+        ``action``, which waits for it (listener_scope.wait_out)."""
+        for session in list(self._sessions):
+            await session.wait_out_listener(action)
+
     async def start(self) -> None:
         """Start (or restart) delivery to this connection's consumers."""
         self.check_open()
@@ -367,8 +373,7 @@ class Connection:
                 "stop() may not be called from a message listener or completion listener of this connection (it "
                 "would wait for itself); call it from another task"
             )
-        for session in list(self._sessions):
-            await session.wait_out_listener("stop()")
+        await self.wait_out_listeners("stop()")
         self.check_open()
         self._client_id_locked = True
         self._started.clear()
@@ -386,8 +391,7 @@ class Connection:
                 "a MessageListener or CompletionListener may not close its own connection (close waits for it "
                 "to return); close it from another task"
             )
-        for session in list(self._sessions):
-            await session.wait_out_listener("close()")
+        await self.wait_out_listeners("close()")
         if self._closing is None:
             self._closing = asyncio.ensure_future(self._close())
         await asyncio.shield(self._closing)

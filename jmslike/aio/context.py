@@ -124,6 +124,15 @@ class JMSContext(ContextBase["Connection"]):
                 "the last JMSContext of a connection cannot be closed from a listener of that connection "
                 "(closing the connection waits for its listeners); close it from another task"
             )
+        # From a task a listener started: wait for the listener before anything is marked closed.
+        if self._shared.is_last():
+            await self._connection.wait_out_listeners("close()")
+        elif session is not None:
+            await session.wait_out_listener("close()")
+        if self._closed:  # closed by another caller meanwhile
+            if self._closing is not None:
+                await asyncio.shield(self._closing)
+            return
         self._closed = True
         self._closing = asyncio.ensure_future(self._close_now(session))
         await asyncio.shield(self._closing)  # a cancelled caller does not stop it: the connection must close

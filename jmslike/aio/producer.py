@@ -74,6 +74,7 @@ class MessageProducer(ProducerSettings):
         """Close once the session's unwaited sends are confirmed (bounded by the receipt timeout); raise the
         error of one the broker refused that no call reported yet (the producer is closed all the same)."""
         self._session.refuse_in_callback("close() of a producer")
+        await self._session.wait_out_callback("close() of a producer")
         if not self._closed and not await self._session.settle_sends():
             log.warning("closing a producer whose asynchronous sends are still unconfirmed")
         error = self.close_quietly()

@@ -565,9 +565,7 @@ class SessionEngine:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
         (ConnectionLostException for a loss) when the outcome is unknown."""
         self.refuse_in_callback("commit()")
-        await listener_scope.wait_out(
-            self, "commit()", self._connection.config.receipt_timeout_ms / 1000, listeners=False
-        )
+        await self.wait_out_callback("commit()")
         await self._run_to_end(self._commit(self._for_listener()))
 
     async def _commit(self, mine: bool) -> None:
@@ -684,9 +682,7 @@ class SessionEngine:
     async def rollback(self) -> None:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
         self.refuse_in_callback("rollback()")
-        await listener_scope.wait_out(
-            self, "rollback()", self._connection.config.receipt_timeout_ms / 1000, listeners=False
-        )
+        await self.wait_out_callback("rollback()")
         await self._run_to_end(self._rollback(self._for_listener()))
 
     async def _rollback(self, mine: bool) -> None:
@@ -757,9 +753,15 @@ class SessionEngine:
         CompletionListener (JMS 2.0) return once written, and run the listener with the outcome, in send order,
         in this session's dispatch task."""
         connection = self._connection
-        tx = await self.transaction_for_send()
-        frame = connection.adapter.send_frame(outgoing, tx)
-        wire = await connection.use_wire()
+        while True:
+            tx = await self.transaction_for_send()
+            frame = connection.adapter.send_frame(outgoing, tx)
+            wire = await connection.use_wire()
+            # No await from here to the hand-over. A commit, rollback or close waiting at the boundary while this
+            # send began its transaction may have ended that transaction before this task ran again: then the
+            # send joins the next one (or, closing, is refused), never one already committed or aborted.
+            if tx is None or tx == self._tx:
+                break
         if tx is not None and not connection.adapter.transactional_send_receipts:
             # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
             ticket = self._ticket(listener)
@@ -773,11 +775,20 @@ class SessionEngine:
 
             def submitted(
                 pending: AsyncPendingReceipt,
-            ) -> None:  # also when this caller was cancelled meanwhile
+            ) -> None:  # also when the caller was cancelled meanwhile
                 deferred.append(pending)
                 if listener is not None:
                     abandon.append(settle)
 
+            try:  # handed over in this step when the transport takes it: nothing can end the transaction first
+                handed = wire.submit_nowait(frame, settle)
+            except BaseException:
+                if ticket >= 0:
+                    self._complete(ticket, _nothing)
+                raise
+            if handed is not None:
+                submitted(handed)
+                return
             await self._submit(wire, frame, settle, ticket, submitted=submitted)
             return
         if listener is None and (
@@ -890,7 +901,7 @@ class SessionEngine:
             # Asked again each time: a listener's commit that runs on after the listener returned leaves the
             # callbacks to the dispatch task, which would otherwise start the next listener beside them.
             while mine and self._tasks and self._for_listener():
-                await self._run_next_callback()
+                await self._run_next_callback(for_listener=True)
             running = self._callback_running and not self._in_callback()  # elsewhere: wait for it
             if not (self._places.busy or self._tasks or running):
                 return True
@@ -914,10 +925,12 @@ class SessionEngine:
         self._tasks.append(task)
         self.ensure_dispatcher()
 
-    async def _run_next_callback(self) -> None:
-        """Run the oldest queued completion callback, if any (one at a time: ``_callback_lock``)."""
+    async def _run_next_callback(self, for_listener: bool = False) -> None:
+        """Run the oldest queued completion callback, if any (one at a time: ``_callback_lock``);
+        ``for_listener``: only while the caller still acts for a running listener (it may have returned while
+        this waited for the lock)."""
         async with self._callback_lock:
-            if not self._tasks:
+            if not self._tasks or (for_listener and not self._for_listener()):
                 return
             task = self._tasks.popleft()
             self._callback_running = True
@@ -1066,6 +1079,12 @@ class SessionEngine:
         ``action`` (listener_scope.wait_out)."""
         await listener_scope.wait_out(self, action, self._connection.config.receipt_timeout_ms / 1000)
 
+    async def wait_out_callback(self, action: str) -> None:
+        """From a task one of this session's completion callbacks started: wait for it to return before
+        ``action``; a task a listener started acts for it instead (a commit there runs its callbacks)."""
+        timeout_s = self._connection.config.receipt_timeout_ms / 1000
+        await listener_scope.wait_out(self, action, timeout_s, listeners=False)
+
     def _in_callback(self) -> bool:
         """Whether the caller acts for one of this session's completion callbacks (listener_scope)."""
         scope = listener_scope.of(self)
@@ -1158,6 +1177,9 @@ class SessionEngine:
                 async with self._boundary:  # after a commit under way
                     self._ending_transactions = True  # a send waiting behind this is refused (_release_after)
                     await self._rollback_local(redeliver=False)
+                await (
+                    self.settle_sends()
+                )  # the rollback told sends answered only at COMMIT: their callbacks run
         for consumer in list(self._consumers) + list(self._closing):
             buffered = consumer.stop_taking()
             self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)

@@ -17,7 +17,8 @@ from collections.abc import Iterator
 import pytest
 from transaction_peer import TransactionPeer, transacted
 
-from jmslike.exceptions import IllegalStateException
+from jmslike import Session, aio
+from jmslike.exceptions import IllegalStateException, IllegalStateRuntimeException
 from jmslike.messages import Message
 
 pytestmark = pytest.mark.timeout(90)
@@ -371,3 +372,67 @@ def test_a_listener_still_running_when_close_is_called_may_send_and_commit() -> 
         asyncio.run(asyncio.wait_for(scenario(), 60))
     finally:
         peer.stop()
+
+
+def test_a_contexts_close_awaited_by_its_own_listener_is_refused_and_leaves_the_context_closable(
+    peer: TransactionPeer,
+) -> None:
+    """``asyncio.wait_for(context.close())`` in the context's own listener: the listener waits for the close,
+    which waits for the listener, so the close is refused once the receipt timeout shows it, with nothing marked
+    closed; the context closes normally afterwards (a first version left it marked closed, unclosable)."""
+
+    async def scenario() -> None:
+        refused: asyncio.Future[BaseException | None] = asyncio.get_running_loop().create_future()
+        factory = aio.ConnectionFactory(peer.url(receipt_timeout_ms="1000"))
+        context = await factory.createContext(Session.SESSION_TRANSACTED)
+        consumer = await context.createConsumer(context.createQueue("q"))
+
+        async def on_message(message: Message) -> None:
+            try:
+                await asyncio.wait_for(context.close(), 10)
+                refused.set_result(None)
+            except Exception as exc:
+                refused.set_result(exc)
+
+        consumer.setMessageListener(on_message)
+        assert isinstance(await refused, IllegalStateRuntimeException)
+        await context.close()
+        await asyncio.to_thread(peer.wait_for, "DISCONNECT")
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_producer_closed_from_a_task_a_callback_started_waits_for_the_callback(
+    peer: TransactionPeer,
+) -> None:
+    """producer.close() returns only once every callback has returned: from a task the callback started, it waits
+    for that callback (it returned while the callback still ran)."""
+
+    async def scenario() -> None:
+        events: list[str] = []
+        spawned: list[asyncio.Task[None]] = []
+        callback_may_end = asyncio.Event()
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("out"))
+
+            async def close_producer() -> None:
+                callback_may_end.set()
+                await producer.close()
+                events.append("producer.close() returned")
+
+            class Callback:
+                async def onCompletion(self, message: Message) -> None:
+                    events.append("callback starts")
+                    spawned.append(asyncio.ensure_future(close_producer()))
+                    await callback_may_end.wait()
+                    events.append("callback ends")
+
+                def onException(self, message: Message, exception: Exception) -> None:
+                    events.append(f"callback: {exception!r}")
+
+            await producer.send(session.createTextMessage("reply"), completionListener=Callback())
+            await session.commit()  # the receipt comes with COMMIT; the commit waits for the callback
+            await asyncio.wait_for(spawned[0], 10)
+        assert events == ["callback starts", "callback ends", "producer.close() returned"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))

@@ -606,3 +606,62 @@ def test_a_transacted_send_cancelled_before_it_is_handed_over_still_hears_the_ro
             assert heard.events == ["first: TransactionRolledBackException", "second: completed"]
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+@pytest.mark.parametrize("ending", ["commit", "close"])
+def test_a_send_that_waited_at_the_boundary_never_goes_into_a_transaction_already_ended_in_the_asyncio_api(
+    peers: list[TransactionPeer], ending: str
+) -> None:
+    """A send waits behind a commit whose caller was cancelled; a second commit (or close) waits behind the
+    send. The send begins a transaction, and the second commit or close ends it before the send's task runs
+    again: the SEND then goes into the next transaction (close: is refused), never after the COMMIT or ABORT of
+    its own (which committed or aborted nothing, and the broker refuses a SEND for an ended transaction)."""
+    peer = TransactionPeer(broker="activemq", hold_first="COMMIT")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("first"))
+            await commit_cancelled_in_flight(session, peer)
+            sending = asyncio.ensure_future(producer.send(session.createTextMessage("second")))
+            await asyncio.sleep(0)  # a yield: the send waits at the boundary
+            ended = asyncio.ensure_future(session.commit() if ending == "commit" else session.close())
+            await asyncio.sleep(0)  # a yield: the commit or close waits behind the send
+            peer.release()
+            await ended
+            if ending == "commit":
+                await sending
+                await session.commit()
+            else:
+                with pytest.raises(IllegalStateException):
+                    await sending
+        commands = [c for c in peer.commands if c in ("BEGIN", "SEND", "COMMIT", "ABORT")]
+        for position, command in enumerate(commands):
+            if command == "SEND":
+                assert commands[position - 1] in ("BEGIN", "SEND"), commands  # inside an open transaction
+        assert commands.count("SEND") == (2 if ending == "commit" else 1), commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_closing_a_session_tells_the_listeners_of_its_rolled_back_sends_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """RabbitMQ answers a transactional SEND only at COMMIT; close() rolls the transaction back, and the send's
+    CompletionListener hears so before close() returns (its callback was queued, then dropped with the
+    dispatch task)."""
+    peer = TransactionPeer()
+    peers.append(peer)
+    heard = Heard()
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(
+                session.createTextMessage("rolled back"), completionListener=heard.listener("only")
+            )
+            await session.close()
+            assert heard.events == ["only: TransactionRolledBackException"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
