@@ -146,6 +146,9 @@ class SessionEngine:
         self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
         self._close_task: asyncio.Future[None] | None = None
         self._ending_transactions = False  # close() has rolled back: no transaction begins any more
+        self._in_hand = (
+            0  # transactional sends past their transaction check, frame not yet with the transport
+        )
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
         self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
         self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
@@ -630,6 +633,7 @@ class SessionEngine:
             # meanwhile left that one 'rollback only'.
             await self._rollback_local(redeliver=True, ending=self._take_open(consumed))
             raise TransactionRolledBackException(f"commit failed before COMMIT was sent: {exc}") from exc
+        await self._hands_empty()
         ending = self._take_open(consumed)
         tx = ending.tx
         assert tx is not None
@@ -695,6 +699,12 @@ class SessionEngine:
         if failure is not None:
             raise failure
 
+    async def _hands_empty(self) -> None:
+        """Before ending the open transaction: until the sends in hand have their frames with the transport (each
+        within the write deadline, which drops the connection otherwise)."""
+        while self._in_hand:
+            await self._changed.wait()
+
     def _take_open(self, consumed: list[tuple[MessageConsumer, Pending]]) -> _Ending:
         """Take the open transaction from the session, which then has none: a send made meanwhile waits at
         ``_boundary`` and then begins another."""
@@ -713,6 +723,7 @@ class SessionEngine:
         their callbacks told."""
         owned = self._ending_ids
         if ending is None:  # the open one: 'rollback only' was about it
+            await self._hands_empty()
             ending = self._take_open(list(self._unacked))
             self._rollback_only = None
             owned = {id(p) for _, p in ending.consumed}
@@ -757,51 +768,107 @@ class SessionEngine:
             tx = await self.transaction_for_send()
             frame = connection.adapter.send_frame(outgoing, tx)
             wire = await connection.use_wire()
-            # No await from here to the hand-over. A commit, rollback or close waiting at the boundary while this
-            # send began its transaction may have ended that transaction before this task ran again: then the
-            # send joins the next one (or, closing, is refused), never one already committed or aborted.
+            # A commit, rollback or close waiting at the boundary while this send began its transaction may have
+            # ended that transaction before this task ran again: then the send joins the next one (or, closing,
+            # is refused), never one already committed or aborted.
             if tx is None or tx == self._tx:
                 break
-        if tx is not None and not connection.adapter.transactional_send_receipts:
-            # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
-            ticket = self._ticket(listener)
+        if tx is None:
+            await self._hand_over(producer, outgoing, message, listener, frame, wire, _nothing)
+            return
+        # From here until its frame is with the transport the send is "in hand": a commit, rollback or close ends
+        # the transaction only after (_hands_empty), so its SEND never follows their COMMIT or ABORT.
+        self._in_hand += 1
+        released = False
 
-            def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-                if listener is not None:
-                    self._complete(ticket, _completion(listener, message, error))
+        def handed() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._in_hand -= 1
+                self.wake()
 
-            settle = settle_once(after_commit)
-            deferred, abandon = self._deferred, self._deferred_abandon  # this transaction's
+        await self._hand_over(producer, outgoing, message, listener, frame, wire, handed, tx)
 
-            def submitted(
-                pending: AsyncPendingReceipt,
-            ) -> None:  # also when the caller was cancelled meanwhile
-                deferred.append(pending)
-                if listener is not None:
-                    abandon.append(settle)
+    async def _hand_over(
+        self,
+        producer: MessageProducer,
+        outgoing: OutgoingMessage,
+        message: Message,
+        listener: CompletionListener | None,
+        frame: Frame,
+        wire: AsyncWire,
+        handed: Callable[[], None],
+        tx: str | None = None,
+    ) -> None:
+        """The rest of ``send``: hand ``frame`` over as its delivery mode, transaction and listener say; call
+        ``handed`` once it is with the transport (or failed), whatever path it takes."""
+        delegated = False  # the hand-over runs on in _submit's task, or _send_unwaited took care of it
+        try:
+            if tx is not None and not self._connection.adapter.transactional_send_receipts:
+                # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
+                ticket = self._ticket(listener)
 
-            try:  # handed over in this step when the transport takes it: nothing can end the transaction first
-                handed = wire.submit_nowait(frame, settle)
-            except BaseException:
-                if ticket >= 0:
-                    self._complete(ticket, _nothing)
-                raise
-            if handed is not None:
-                submitted(handed)
+                def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader
+                    if listener is not None:
+                        self._complete(ticket, _completion(listener, message, error))
+
+                settle = settle_once(after_commit)
+                deferred, abandon = self._deferred, self._deferred_abandon  # this transaction's
+
+                def submitted(pending: AsyncPendingReceipt) -> None:  # also once the caller was cancelled
+                    deferred.append(pending)
+                    if listener is not None:
+                        abandon.append(settle)
+
+                try:  # in this step when the transport takes it at once (no task)
+                    pending = wire.submit_nowait(frame, settle)
+                except BaseException:
+                    if ticket >= 0:
+                        self._complete(ticket, _nothing)
+                    raise
+                if pending is not None:
+                    submitted(pending)
+                    return
+                delegated = True
+                await self._submit(wire, frame, settle, ticket, submitted=submitted, handed=handed)
                 return
-            await self._submit(wire, frame, settle, ticket, submitted=submitted)
-            return
-        if listener is None and (
-            tx is not None
-            or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
-            or connection.config.force_sync_send
-        ):
-            await wire.request(frame)
-            return
+            if listener is None and (
+                tx is not None
+                or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
+                or self._connection.config.force_sync_send
+            ):
+                await wire.request(frame)
+                return
+            delegated = True
+            await self._send_unwaited(producer, message, listener, frame, wire, handed)
+        finally:
+            if not delegated:
+                handed()
+
+    async def _send_unwaited(
+        self,
+        producer: MessageProducer,
+        message: Message,
+        listener: CompletionListener | None,
+        frame: Frame,
+        wire: AsyncWire,
+        handed: Callable[[], None],
+    ) -> None:
+        """A send that does not wait for its receipt: bounded by the send window; its outcome reaches its
+        CompletionListener, or the producer and the ExceptionListener. ``handed``: once the frame is with the
+        transport, or will never be."""
+        connection = self._connection
         size = len(frame.body)
-        while loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
-            await asyncio.sleep(0)  # a yield, not a wait: nothing taken yet, so a cancel here sends nothing
-        await self._take_place(size)
+        try:
+            while loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
+                await asyncio.sleep(
+                    0
+                )  # a yield, not a wait: nothing taken yet, so a cancel here sends nothing
+            await self._take_place(size)
+        except BaseException:
+            handed()
+            raise
 
         def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
             self._places.release(size)
@@ -828,9 +895,12 @@ class SessionEngine:
             if ticket >= 0:
                 self._complete(ticket, _nothing)
             unsent()
+            handed()
             raise
         if pending is None:  # backed up: the awaited write drains under the write deadline
-            await self._submit(wire, frame, settled, ticket, unsent)
+            await self._submit(wire, frame, settled, ticket, unsent, handed=handed)
+        else:
+            handed()
 
     def _ticket(self, listener: CompletionListener | None) -> int:
         return self._completions.ticket() if listener is not None else -1
@@ -843,11 +913,13 @@ class SessionEngine:
         ticket: int,
         unsent: Callable[[], None] | None = None,
         submitted: Callable[[AsyncPendingReceipt], None] | None = None,
+        handed: Callable[[], None] | None = None,
     ) -> AsyncPendingReceipt:
         """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
         way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
         its place in the completion order up (nothing waits behind it) and calls ``unsent``. ``submitted`` gets
-        the pending receipt once the frame is handed over, whether or not the caller still waits.
+        the pending receipt once the frame is handed over, whether or not the caller still waits; ``handed`` is
+        called either way once the hand-over is over.
 
         One outcome per send, also when the submitting task itself is cancelled (loop shutdown, cancel-all) after
         its receipt was recorded: whichever comes first, the answer or the failure, settles it; the other is
@@ -864,6 +936,8 @@ class SessionEngine:
 
         def handed_over(done: asyncio.Future[AsyncPendingReceipt]) -> None:
             nonlocal outcome
+            if handed is not None:
+                handed()
             if not done.cancelled() and done.exception() is None:
                 if submitted is not None:
                     submitted(done.result())
@@ -888,7 +962,7 @@ class SessionEngine:
             if not await _changed_within(changed, remaining):
                 raise self._places.stalled()
 
-    async def settle_sends(self, mine: bool | None = None) -> bool:
+    async def settle_sends(self, mine: bool | None = None, places: bool = True) -> bool:
         """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this session
         is settled and its completion callback has returned. Bounded by the receipt timeout: False when sends
         were still unconfirmed then. Called by this session's listener (one that commits), the queued callbacks
@@ -903,7 +977,7 @@ class SessionEngine:
             while mine and self._tasks and self._for_listener():
                 await self._run_next_callback(for_listener=True)
             running = self._callback_running and not self._in_callback()  # elsewhere: wait for it
-            if not (self._places.busy or self._tasks or running):
+            if not ((places and self._places.busy) or self._tasks or running):  # places=False: callbacks only
                 return True
             changed = self._changed
             remaining = deadline - loop.time()
@@ -1177,9 +1251,7 @@ class SessionEngine:
                 async with self._boundary:  # after a commit under way
                     self._ending_transactions = True  # a send waiting behind this is refused (_release_after)
                     await self._rollback_local(redeliver=False)
-                await (
-                    self.settle_sends()
-                )  # the rollback told sends answered only at COMMIT: their callbacks run
+                await self.settle_sends(places=False)  # callbacks of the sends the rollback told (RabbitMQ)
         for consumer in list(self._consumers) + list(self._closing):
             buffered = consumer.stop_taking()
             self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import pytest
 from transaction_peer import TransactionPeer, transacted
 
-from jmslike import ConnectionFactory, JMSException, Session, aio
+from jmslike import ConnectionFactory, DeliveryMode, JMSException, Session, aio
 from jmslike.conformance.suite.helpers import text_of
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -663,5 +663,62 @@ def test_closing_a_session_tells_the_listeners_of_its_rolled_back_sends_in_the_a
             )
             await session.close()
             assert heard.events == ["only: TransactionRolledBackException"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_transactional_send_that_yields_before_its_hand_over_is_written_before_a_commit_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """An unwaited transactional send (a CompletionListener on ActiveMQ) yields to the loop after 32 sends in one
+    turn (loop_turns) and may wait for its send window, after it joined the open transaction. A commit queued
+    meanwhile waits for it (the send is "in hand"): before, COMMIT went out first and the SEND followed into the
+    committed transaction (fourth review of the listener scope)."""
+    peer = TransactionPeer(broker="activemq")
+    peers.append(peer)
+    heard = Heard()
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (connection, session):
+            other = await connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+            unwaited = other.createProducer(other.createQueue("other"))
+            unwaited.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("begins the transaction"))
+            committing = asyncio.ensure_future(session.commit())
+            await asyncio.sleep(0)  # a yield: the commit's own task is queued
+            for number in range(32):  # this turn's budget of sends without a yield, on another session
+                await unwaited.send(other.createTextMessage(str(number)))
+            await producer.send(
+                session.createTextMessage("in hand"), completionListener=heard.listener("in hand")
+            )
+            await committing
+            await session.commit()
+        last_send = max(i for i, command in enumerate(peer.commands) if command == "SEND")
+        assert "COMMIT" in peer.commands[last_send:], peer.commands
+        assert heard.events == ["in hand: completed"]
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_close_waits_for_an_unanswered_send_once_in_the_asyncio_api(peers: list[TransactionPeer]) -> None:
+    """close() waits for the session's unwaited sends at most one receipt timeout, then rolls back and runs the
+    callbacks its rollback queued: that second wait is for callbacks only (it waited out the same unanswered
+    send a second time, fourth review)."""
+    peer = TransactionPeer(broker="activemq", hold_first="SEND")
+    peers.append(peer)
+    timeout_s = 1.0
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms=str(int(timeout_s * 1000))) as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(
+                session.createTextMessage("never answered"), completionListener=Heard().listener("x")
+            )
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            await session.close()
+            elapsed = loop.time() - started
+            assert elapsed < 1.8 * timeout_s, f"close() took {elapsed:.2f}s"
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
