@@ -146,9 +146,11 @@ class SessionEngine:
         self._background: set[asyncio.Future[None]] = set()  # clean-ups of calls whose caller was cancelled
         self._close_task: asyncio.Future[None] | None = None
         self._ending_transactions = False  # close() has rolled back: no transaction begins any more
-        self._in_hand = (
-            0  # transactional sends past their transaction check, frame not yet with the transport
-        )
+        # Transactional sends past their transaction check whose frames are not with the transport yet, and
+        # whether a commit, rollback or close waits for them before it takes the open transaction (_hands_empty):
+        # then new sends do not join that transaction but wait at the boundary for the next.
+        self._in_hand = 0
+        self._taking_open = False
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
         self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
         self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
@@ -479,7 +481,7 @@ class SessionEngine:
             raise TransactionRolledBackException(
                 f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
             )
-        if self._tx is not None:
+        if self._tx is not None and not self._taking_open:
             return self._tx
         return await self._holding_boundary(self._begin)
 
@@ -702,14 +704,20 @@ class SessionEngine:
     async def _hands_empty(self) -> None:
         """Before ending the open transaction: until the sends in hand have their frames with the transport (each
         within the write deadline, which drops the connection otherwise)."""
-        while self._in_hand:
-            await self._changed.wait()
+        self._taking_open = True  # sends from now on wait for the next transaction: this wait ends
+        try:
+            while self._in_hand:
+                await self._changed.wait()
+        except BaseException:
+            self._taking_open = False
+            raise
 
     def _take_open(self, consumed: list[tuple[MessageConsumer, Pending]]) -> _Ending:
         """Take the open transaction from the session, which then has none: a send made meanwhile waits at
         ``_boundary`` and then begins another."""
         ending = _Ending(self._tx, consumed, self._deferred, self._deferred_abandon, self._after_commit)
         self._tx, self._deferred, self._deferred_abandon, self._after_commit = None, [], [], []
+        self._taking_open = False
         return ending
 
     async def _rollback_local(self, redeliver: bool, ending: _Ending | None = None) -> JMSException | None:
@@ -807,6 +815,10 @@ class SessionEngine:
         try:
             if tx is not None and not self._connection.adapter.transactional_send_receipts:
                 # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
+                while (
+                    loop_turns.must_yield()
+                ):  # the loop's other work goes first; a cancel here sends nothing
+                    await asyncio.sleep(0)
                 ticket = self._ticket(listener)
 
                 def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader

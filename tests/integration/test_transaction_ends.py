@@ -722,3 +722,33 @@ def test_close_waits_for_an_unanswered_send_once_in_the_asyncio_api(peers: list[
             assert elapsed < 1.8 * timeout_s, f"close() took {elapsed:.2f}s"
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+@pytest.mark.parametrize("broker", ["activemq", "rabbitmq"])
+def test_a_commit_gets_through_while_another_task_keeps_sending_in_the_asyncio_api(
+    peers: list[TransactionPeer], broker: str
+) -> None:
+    """A commit waits for the sends already in hand, not for those made while it waits: these go into the next
+    transaction (fifth review: a task sending in a loop kept the commit waiting for as long as it sent, and on
+    RabbitMQ, whose transactional sends never yielded to the loop, blocked the loop altogether)."""
+    peer = TransactionPeer(broker=broker)
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("begins the transaction"))
+            sending = True
+
+            async def keep_sending() -> None:
+                while sending:
+                    await producer.send(session.createTextMessage("more"))
+
+            sender = asyncio.ensure_future(keep_sending())
+            await asyncio.sleep(0)  # a yield: the sender runs
+            await asyncio.wait_for(session.commit(), 10)
+            sending = False
+            await sender
+            await session.commit()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
