@@ -508,14 +508,19 @@ class SessionEngine:
         broker, unknown to the session, until the connection closes)."""
         wire = await self._connection.use_wire()  # a reconnect is waited for side by side, not in turn
         timeout_s = self._connection.config.receipt_timeout_ms / 1000
+        if (
+            self._taking_open
+        ):  # an ending under way: its sends in hand, then its COMMIT, each within that time
+            timeout_s *= 2
         try:  # behind a commit under way, or another send's BEGIN: bounded by the receipt timeout
             async with asyncio.timeout(timeout_s):
                 await self._boundary.acquire()
         except TimeoutError:
             raise JMSTimeoutException(
                 f"no transaction could begin within {timeout_s:.1f}s (receipt_timeout_ms): the session was "
-                "ending or beginning one (a commit whose caller was cancelled, or another send's BEGIN) all "
-                "that time; nothing was sent: send again"
+                "ending its transaction (a commit, rollback or close, waiting for the sends in it and for the "
+                "broker's answer) or beginning one (another send's BEGIN) all that time; nothing was sent: send "
+                "again"
             ) from None
         return await self._run_to_end(self._release_after(wire, work), caller)
 
@@ -638,7 +643,11 @@ class SessionEngine:
         await self._hands_empty()
         ending = self._take_open(consumed)
         tx = ending.tx
-        assert tx is not None
+        if tx is None:  # lost while the sends in hand went out: on_connection_lost dropped the transaction
+            await self._rollback_local(redeliver=True, ending=ending)
+            raise TransactionRolledBackException(
+                "commit failed before COMMIT was sent: the connection to the broker was lost during the transaction"
+            )
         try:
             wire = await self._connection.use_wire()
             if adapter.capabilities.transactional_acks:
@@ -1287,7 +1296,9 @@ class SessionEngine:
         for consumer in self._consumers:
             consumer.inbox.clear()
         held = any(id(p) not in self._ending_ids for _, p in self._unacked)
-        if self.transacted and (held or self._tx is not None):
+        # An open transaction a commit or rollback is ending (waiting for its sends in hand) is that ending's to
+        # report, not the next transaction's.
+        if self.transacted and (held or (self._tx is not None and not self._taking_open)):
             self._rollback_only = "the connection to the broker was lost during the transaction"
         self._unacked = []
         for consumer in self._closing:  # their subscriptions died with the connection

@@ -752,3 +752,71 @@ def test_a_commit_gets_through_while_another_task_keeps_sending_in_the_asyncio_a
             await session.commit()
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_send_made_while_a_commit_waits_for_the_sends_in_it_waits_for_the_commit_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """The broker takes 1.2 s to answer a send in the transaction, then 1.2 s to answer COMMIT (each within the
+    2 s receipt timeout). A send made while the commit waits goes into the next transaction once the commit is
+    done: it may wait for both, and must not time out (sixth review: it had one receipt timeout for both)."""
+    peer = TransactionPeer(broker="activemq")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="2000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("begins the transaction"))
+            peer.hold_first = "SEND"
+            slow = asyncio.ensure_future(producer.send(session.createTextMessage("answered in 1.2 s")))
+            await asyncio.to_thread(peer.wait_for, "SEND", 2)
+            committing = asyncio.ensure_future(session.commit())
+            for _ in range(10):
+                await asyncio.sleep(0)  # yields: the commit waits for the slow send's hand
+            later = asyncio.ensure_future(producer.send(session.createTextMessage("next transaction")))
+            await asyncio.sleep(1.2)  # the broker's pace, not a synchronisation
+            peer.hold_first = "COMMIT"
+            peer.release()
+            await slow
+            await asyncio.to_thread(peer.wait_for, "COMMIT")
+            await asyncio.sleep(1.2)
+            peer.release()
+            await committing
+            await later
+            await session.commit()
+        assert [c for c in peer.commands if c in ("BEGIN", "SEND", "COMMIT")] == [
+            "BEGIN", "SEND", "SEND", "COMMIT", "BEGIN", "SEND", "COMMIT",
+        ]  # fmt: skip
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
+def test_a_connection_lost_while_a_commit_waits_for_the_sends_in_it_rolls_back_that_commit_only_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """The connection drops while a commit waits for a send in its transaction: that commit raises
+    TransactionRolledBackException (it raised AssertionError), and after the reconnect the next transaction
+    commits without a rollback() first (the loss had marked it 'rollback only')."""
+    peer = TransactionPeer(broker="activemq")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        options = {"reconnect": "true", "reconnect_delay_ms": "100", "reconnect_max_delay_ms": "200"}
+        async with transacted(peer, receipt_timeout_ms="5000", **options) as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            await producer.send(session.createTextMessage("begins the transaction"))
+            peer.hold_first = "SEND"
+            held = asyncio.ensure_future(producer.send(session.createTextMessage("never answered")))
+            await asyncio.to_thread(peer.wait_for, "SEND", 2)
+            committing = asyncio.ensure_future(session.commit())
+            for _ in range(10):
+                await asyncio.sleep(0)  # yields: the commit waits for the held send's hand
+            peer.drop(come_back=True)
+            with pytest.raises(ConnectionLostException):
+                await held
+            with pytest.raises(TransactionRolledBackException):
+                await committing
+            await producer.send(session.createTextMessage("after the reconnect"))
+            await session.commit()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
