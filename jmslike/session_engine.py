@@ -473,9 +473,8 @@ class SessionEngine:
             self._release_closed()
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
-            with (
-                self._cond
-            ):  # no answer will settle them now: told, not left for later callbacks to wait behind
+            # No answer will settle them now: told, not left for later callbacks to wait behind.
+            with self._cond:
                 deferred, abandoned = self._deferred_receipts, self._deferred_abandon
             wire.discard(deferred)
             abandon_sends(abandoned, sends_in_doubt())
