@@ -854,9 +854,15 @@ class SessionEngine:
                 delegated = True
                 await self._submit(wire, frame, settle, ticket, submitted=submitted, handed=handed)
                 return
+            if listener is None and tx is not None:
+                # In hand only until written: a commit from another task may follow it out at once (the broker
+                # takes frames in order), and need not wait for this send's receipt.
+                pending = await wire.submit(frame, None)
+                handed()
+                await wire.answer(pending)
+                return
             if listener is None and (
-                tx is not None
-                or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
+                outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
                 or self._connection.config.force_sync_send
             ):
                 await wire.request(frame)

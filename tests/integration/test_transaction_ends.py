@@ -29,6 +29,10 @@ from jmslike.messages import Message
 pytestmark = pytest.mark.timeout(90)
 
 ABORT_FAILURES = [("silent", JMSTimeoutException), ("error", JMSException)]
+# Larger than what the kernel buffers on both sides of a loopback connection whose peer does not read (the
+# sender's socket buffer grows to at most 4 MiB here): the rest stays in the asyncio transport, above its
+# high-water mark, and the send waits to drain.
+LARGE = "x" * (8 * 1024 * 1024)
 
 
 class Heard:
@@ -443,6 +447,29 @@ def test_a_commit_waits_for_both_sends_of_a_retained_send_whose_caller_was_cance
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
+def test_a_commit_does_not_wait_for_the_receipt_of_a_send_already_written(
+    peers: list[TransactionPeer],
+) -> None:
+    """A synchronous transactional send is in hand only until its frame is written: a commit from another task
+    goes out behind it at once (the broker takes frames in order). Before, the commit waited for the send's
+    receipt, here held back by the peer until the test released it (review of e6a8a7a)."""
+    peer = TransactionPeer(broker="activemq", hold_first="SEND")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="10000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            sending = asyncio.ensure_future(producer.send(session.createTextMessage("one")))
+            await asyncio.to_thread(peer.wait_for, "SEND")
+            await asyncio.wait_for(session.commit(), 5)  # the send's receipt is still held
+            assert not sending.done()
+            peer.release()
+            await sending
+        assert peer.commands[1:4] == ["BEGIN", "SEND", "COMMIT"], peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
 def test_a_transaction_holding_half_a_retained_send_can_only_roll_back(peers: list[TransactionPeer]) -> None:
     """The first of a retained send's two SENDs gets no receipt in time: the transaction may hold the live
     message without its stored copy, so commit() rolls it back and says why (both APIs); the next commits."""
@@ -757,9 +784,10 @@ def test_a_commit_gets_through_while_another_task_keeps_sending_in_the_asyncio_a
 def test_a_send_made_while_a_commit_waits_for_the_sends_in_it_waits_for_the_commit_in_the_asyncio_api(
     peers: list[TransactionPeer],
 ) -> None:
-    """The broker takes 1.2 s to answer a send in the transaction, then 1.2 s to answer COMMIT (each within the
-    2 s receipt timeout). A send made while the commit waits goes into the next transaction once the commit is
-    done: it may wait for both, and must not time out (sixth review: it had one receipt timeout for both)."""
+    """The broker takes 1.2 s to read a large send in the transaction (its write waits to drain: in hand), then
+    1.2 s to answer COMMIT (each within the 2 s receipt timeout). A send made while the commit waits goes into
+    the next transaction once the commit is done: it may wait for both, and must not time out (sixth review: it
+    had one receipt timeout for both)."""
     peer = TransactionPeer(broker="activemq")
     peers.append(peer)
 
@@ -767,16 +795,16 @@ def test_a_send_made_while_a_commit_waits_for_the_sends_in_it_waits_for_the_comm
         async with transacted(peer, receipt_timeout_ms="2000") as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             await producer.send(session.createTextMessage("begins the transaction"))
-            peer.hold_first = "SEND"
-            slow = asyncio.ensure_future(producer.send(session.createTextMessage("answered in 1.2 s")))
-            await asyncio.to_thread(peer.wait_for, "SEND", 2)
+            peer.pause_reading()
+            slow = asyncio.ensure_future(producer.send(session.createTextMessage(LARGE)))
             committing = asyncio.ensure_future(session.commit())
             for _ in range(10):
-                await asyncio.sleep(0)  # yields: the commit waits for the slow send's hand
+                await asyncio.sleep(0)  # yields: the large send waits to drain, the commit for its hand
+            assert not slow.done() and not committing.done()
             later = asyncio.ensure_future(producer.send(session.createTextMessage("next transaction")))
             await asyncio.sleep(1.2)  # the broker's pace, not a synchronisation
             peer.hold_first = "COMMIT"
-            peer.release()
+            peer.resume_reading()
             await slow
             await asyncio.to_thread(peer.wait_for, "COMMIT")
             await asyncio.sleep(1.2)
@@ -794,9 +822,9 @@ def test_a_send_made_while_a_commit_waits_for_the_sends_in_it_waits_for_the_comm
 def test_a_connection_lost_while_a_commit_waits_for_the_sends_in_it_rolls_back_that_commit_only_in_the_asyncio_api(
     peers: list[TransactionPeer],
 ) -> None:
-    """The connection drops while a commit waits for a send in its transaction: that commit raises
-    TransactionRolledBackException (it raised AssertionError), and after the reconnect the next transaction
-    commits without a rollback() first (the loss had marked it 'rollback only')."""
+    """The connection drops while a commit waits for a send in its transaction (a large one, waiting to drain):
+    that commit raises TransactionRolledBackException (it raised AssertionError), and after the reconnect the
+    next transaction commits without a rollback() first (the loss had marked it 'rollback only')."""
     peer = TransactionPeer(broker="activemq")
     peers.append(peer)
 
@@ -805,12 +833,12 @@ def test_a_connection_lost_while_a_commit_waits_for_the_sends_in_it_rolls_back_t
         async with transacted(peer, receipt_timeout_ms="5000", **options) as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
             await producer.send(session.createTextMessage("begins the transaction"))
-            peer.hold_first = "SEND"
-            held = asyncio.ensure_future(producer.send(session.createTextMessage("never answered")))
-            await asyncio.to_thread(peer.wait_for, "SEND", 2)
+            peer.pause_reading()
+            held = asyncio.ensure_future(producer.send(session.createTextMessage(LARGE)))
             committing = asyncio.ensure_future(session.commit())
             for _ in range(10):
-                await asyncio.sleep(0)  # yields: the commit waits for the held send's hand
+                await asyncio.sleep(0)  # yields: the large send waits to drain, the commit for its hand
+            assert not held.done() and not committing.done()
             peer.drop(come_back=True)
             with pytest.raises(ConnectionLostException):
                 await held

@@ -10,7 +10,9 @@ this peer does, to test jmslike's side of it:
 - ``hold_first``: the answer to the first frame of that command (BEGIN, COMMIT) waits for :meth:`release`, so
   a test can act while that frame is in flight;
 - ``deliver``: a SUBSCRIBE is answered with one MESSAGE of that body (ack id ``a0``); :meth:`push` sends
-  another, :meth:`drop` ends the connection and stops listening.
+  another, :meth:`drop` ends the connection and stops listening;
+- :meth:`pause_reading` stops reading until :meth:`resume_reading`, so that a large frame backs the client's
+  transport up and its write waits to drain.
 
 ``broker="activemq"`` answers as ActiveMQ does instead: CONNECTED names ActiveMQ, and a transactional SEND's
 receipt comes at once (``hold_first="SEND"`` then holds the first one). A second connection while one is served
@@ -69,6 +71,8 @@ class TransactionPeer:
         self.conn: socket.socket | None = None
         self.subscription: bytes | None = None
         self.send_lock = threading.Lock()
+        self.reading = threading.Event()
+        self.reading.set()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.commands: list[str] = []
@@ -93,6 +97,13 @@ class TransactionPeer:
             assert self.conn is not None
             self.conn.sendall(b"".join(self.held))
 
+    def pause_reading(self) -> None:
+        """Read nothing more (what the client writes fills the socket buffers, then its transport's)."""
+        self.reading.clear()
+
+    def resume_reading(self) -> None:
+        self.reading.set()
+
     def push(self, body: bytes) -> None:
         """Deliver one more MESSAGE on the subscription ``deliver`` answered (ack id ``a1``)."""
         with self.send_lock:
@@ -110,6 +121,7 @@ class TransactionPeer:
         reconnection (the next connection is answered as the first was)."""
         if not come_back:
             self._stop_listening()
+        self.resume_reading()  # the serving thread sees the end
         with self.send_lock:
             assert self.conn is not None
             self.conn.shutdown(socket.SHUT_RDWR)
@@ -133,10 +145,11 @@ class TransactionPeer:
 
     def _serve(self, conn: socket.socket) -> None:
         self.conn = conn
-        buffer = b""
+        buffer = bytearray()  # a large frame arrives in many reads: appended in place, split once whole
         deferred: dict[bytes, list[bytes]] = {}  # transaction -> its SENDs' receipts (RabbitMQ: until COMMIT)
         with conn:
             while True:
+                assert self.reading.wait(DEADLINE_S), "reading paused past the deadline"
                 try:
                     chunk = conn.recv(65536)
                 except OSError:
@@ -144,7 +157,10 @@ class TransactionPeer:
                 if not chunk:
                     return
                 buffer += chunk
-                *frames, buffer = buffer.split(b"\x00")
+                if b"\x00" not in chunk:
+                    continue
+                *frames, rest = bytes(buffer).split(b"\x00")
+                buffer = bytearray(rest)
                 out: list[bytes] = []
                 for frame in frames:
                     frame = frame.lstrip(b"\r\n")
