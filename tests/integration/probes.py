@@ -142,6 +142,32 @@ def _artemis_backlog(broker: Any, client_id: str, topic: str, name: str) -> list
     return ArtemisProbe(broker).backlog(client_id, topic, name)
 
 
+def artemis_delivery_stuck(broker: Any, queue: str) -> bool:
+    """Whether Artemis 2.21's stuck delivery (docs/artemis.md, deviations) holds ``queue``'s only message: the
+    queue counts one message, delivering, that no consumer holds (``listDeliveringMessagesAsJSON`` is empty).
+    A message merely on its way to a live consumer is listed under that consumer, so it does not match."""
+    from jmslike.conformance.suite.probe import ArtemisProbe, raw_stomp_client
+
+    probe = ArtemisProbe(broker)
+    client = raw_stomp_client(broker)
+    try:
+        values: dict[str, object] = {}
+        for operation in ("getMessageCount", "getDeliveringCount", "listDeliveringMessagesAsJSON"):
+            succeeded, body = probe.manage(client, f"queue.{queue}", operation)
+            if not succeeded:
+                return False
+            value = json.loads(body)
+            values[operation] = value[0] if isinstance(value, list) and len(value) == 1 else value
+    finally:
+        client.disconnect()
+    held_by_consumers = json.loads(str(values["listDeliveringMessagesAsJSON"]))
+    return (
+        int(str(values["getMessageCount"])) == 1
+        and int(str(values["getDeliveringCount"])) == 1
+        and not held_by_consumers
+    )
+
+
 #: How /proc/net/tcp{,6} spell loopback listeners: 127.0.0.1, ::ffff:127.0.0.1 (Java's dual stack), ::1.
 LOOPBACK_LISTENERS = frozenset(
     {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}

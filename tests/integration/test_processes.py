@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from probes import artemis_delivery_stuck
 
 from jmslike import (
     Connection,
@@ -94,10 +95,14 @@ def test_second_consumer_from_another_process_is_refused(
 
 
 def test_killed_holder_releases_the_client_id_and_the_subscription_stays(
-    holder: tuple[subprocess.Popen[str], str], connect: Callable[..., Connection], unique_name: str
+    holder: tuple[subprocess.Popen[str], str],
+    connect: Callable[..., Connection],
+    unique_name: str,
+    broker: Any,
 ) -> None:
     process, client_id = holder
     publisher = connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
+    # The holder's started subscriber is sent "kept" at once: it dies holding it, unacknowledged.
     publisher.createProducer(publisher.createTopic(unique_name)).send(publisher.createTextMessage("kept"))
     process.kill()  # a client crash: no DISCONNECT, the broker sees the socket close
     process.wait(timeout=30)
@@ -105,6 +110,15 @@ def test_killed_holder_releases_the_client_id_and_the_subscription_stays(
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
     subscriber = session.createDurableSubscriber(session.createTopic(unique_name), "held")
     got = subscriber.receive(10_000)
+    if got is None and broker.kind == "artemis" and artemis_delivery_stuck(broker, f"{client_id}.held"):
+        # The ID was released and the subscription kept its message, but Artemis 2.21 left it 'delivering'
+        # to the dead consumer (docs/artemis.md); only a broker restart gives it back.
+        subscriber.close()
+        pytest.xfail(
+            "intermittent Artemis 2.21 deviation: the killed holder's unacknowledged delivery stays "
+            "'delivering' with no consumer holding it (MessageCount 1, DeliveringCount 1) until a broker "
+            "restart -- StompProtocolManager.cleanup races the session's failure listener (docs/artemis.md)"
+        )
     assert isinstance(got, TextMessage) and got.getText() == "kept"
     subscriber.close()
     session.unsubscribe("held")
