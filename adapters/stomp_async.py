@@ -4,7 +4,10 @@ The second driver of :mod:`~jmslike.adapters.stomp_core` (issue #20), beside the
 :mod:`~jmslike.adapters.stomp_socket`, and the base an asyncio wire and ``jmslike.aio`` stand on. It keeps
 the threaded driver's rules, the asyncio way:
 
-- no threads: a reader task and, when heart-beats are negotiated, a heart-beat task on the caller's loop;
+- no threads: the connection is the transport's :class:`asyncio.Protocol`, so a read is parsed and its events
+  handed on in the transport's own callback (a reader task on a stream took one more turn of the loop per
+  read, about a third of a synchronous send's CPU: docs/performance.md); a heart-beat task runs when
+  heart-beats are negotiated;
 - a frame is encoded and handed to the transport with no ``await`` in between, so frames from concurrent
   coroutines never interleave; :meth:`AsyncStompConnection.send` then waits for the transport's buffer to
   drain, with a deadline for the frame (``write_timeout_s``): a broker that stops reading makes it fail
@@ -28,7 +31,6 @@ import contextlib
 import logging
 import ssl
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from jmslike.adapters.stomp_core import (
     SILENCE_TOLERANCE,
@@ -53,12 +55,11 @@ from jmslike.contract import Frame
 
 log = logging.getLogger(__name__)
 
-_READ_BYTES: Final = 64 * 1024
 
-
-class AsyncStompConnection:
+class AsyncStompConnection(asyncio.Protocol):
     """One STOMP connection on an asyncio loop: ``await connect()``, then ``await send()`` from any coroutine
-    of that loop. Single use: a new connection for every attempt."""
+    of that loop. Single use: a new connection for every attempt. It is its transport's protocol too
+    (``connection_made`` ... ``connection_lost``: asyncio calls those)."""
 
     def __init__(
         self,
@@ -69,17 +70,18 @@ class AsyncStompConnection:
         hold: Callable[[], bool] | None = None,
     ) -> None:
         self._host = settings.host
-        self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
-        self._resume = asyncio.Event()
+        self._hold = hold  # asked after each read: True stops reading until wake_reader (jmslike.flow)
+        self._held = False  # reading paused by hold
         self._context = settings.context
         self._connect_timeout_s = settings.connect_timeout_s
         self._write_timeout_s = settings.write_timeout_s
         self._on_event = on_event
         self._on_closed = on_closed
         self._protocol = settings.new_protocol()
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: asyncio.StreamWriter | None = None
-        self._read_task: asyncio.Task[None] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._write_paused = False  # the transport is above its high-water mark (pause_writing)
+        self._drain_waiters: list[asyncio.Future[None]] = []
+        self._done: asyncio.Future[None] | None = None  # resolved when the connection ends
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._stall_watch: asyncio.TimerHandle | None = None
         # Bytes handed to the transport, ever: less what it still buffers, what the broker took.
@@ -94,16 +96,21 @@ class AsyncStompConnection:
     # -- lifecycle -----------------------------------------------------------------------------------------
 
     async def connect(self, vhost: str, headers: Mapping[str, str]) -> None:
-        """Open the stream, write CONNECT and start reading; the answer arrives as an event (Connected or
+        """Open the connection, write CONNECT and read; the answer arrives as an event (Connected or
         ConnectRefused) or as ``on_closed``. Raises ValueError (a header STOMP cannot carry: nothing is opened),
         SocketConnectError, TLSConnectError, WriteStalled."""
         loop = asyncio.get_running_loop()
         data = self._protocol.connect(vhost, headers, loop.time())
+        self._done = loop.create_future()
         host, port = self._host
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(
-                    host, port, ssl=self._context, server_hostname=host if self._context is not None else None
+            transport, _ = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: self,
+                    host,
+                    port,
+                    ssl=self._context,
+                    server_hostname=host if self._context is not None else None,
                 ),
                 self._connect_timeout_s,
             )
@@ -119,34 +126,34 @@ class AsyncStompConnection:
             raise SocketConnectError(exc) from exc
         except OSError as exc:
             raise SocketConnectError(exc) from exc
-        self._reader, self._writer = reader, writer
-        sock = writer.get_extra_info("socket")
+        sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
                 bound_socket_in_time(sock, self._write_timeout_s)
         log.debug("CONNECT to %s:%s, virtual host %r (login and passcode not shown)", host, port, vhost)
-        self._put(writer, data)
+        if self._ended:  # closed before create_connection's caller ran again
+            raise SocketClosed("the connection closed while it opened")
+        self._put(transport, data)
         try:
             await self._drain(self._connect_timeout_s)
         except (SocketClosed, WriteStalled):
             self.abort()
             raise
-        self._read_task = asyncio.create_task(self._read_loop(), name=f"jmslike-stomp-{host}:{port}")
 
     async def disconnect(self, timeout_s: float) -> None:
         """DISCONNECT with a receipt (everything before it has reached the broker once it answers), wait for
         that answer up to ``timeout_s``, then close."""
-        writer = self._writer
-        if writer is None or self._ended or self._protocol.state != "connected":
+        transport = self._transport
+        if transport is None or self._ended or self._protocol.state != "connected":
             self.abort()
             return
         loop = asyncio.get_running_loop()
-        self._put(writer, self._protocol.disconnect(loop.time()))
-        task = self._read_task
+        self._put(transport, self._protocol.disconnect(loop.time()))
+        done = self._done
         try:
             await self._drain(timeout_s)
-            if task is not None:
-                await asyncio.wait_for(asyncio.shield(task), timeout_s)
+            if done is not None:
+                await asyncio.wait_for(asyncio.shield(done), timeout_s)
         except (SocketClosed, WriteStalled, TimeoutError):
             pass
         self.abort()
@@ -154,9 +161,6 @@ class AsyncStompConnection:
     def abort(self, reason: str | None = None) -> None:
         """End the connection now, without DISCONNECT (``reason``: why jmslike drops it; None: no failure)."""
         self._end(reason)
-        task = self._read_task
-        if task is not None and task is not asyncio.current_task() and not task.done():
-            task.cancel()
 
     @property
     def is_open(self) -> bool:
@@ -187,75 +191,73 @@ class AsyncStompConnection:
 
         ``coalesce`` (an unwaited send): the frame may join a batch handed over at the end of the loop's turn
         (:func:`may_coalesce`; ``send_coalesce_us=0`` switches it off)."""
-        writer = self._writer
-        if writer is None or self._ended or self._protocol.state != "connected":
+        transport = self._transport
+        if transport is None or self._ended or self._protocol.state != "connected":
             raise SocketClosed()
         loop = asyncio.get_running_loop()
         due_written = self._protocol.receipts_due - len(self._batch)
         data, pending = self._protocol.send(frame, loop.time(), receipt=receipt)
         if pending is not None and on_sent is not None:
             on_sent(pending)
-        if self._coalesce and may_coalesce(
-            coalesce=coalesce and pending is not None,
-            due_written=due_written,
-            buffered_bytes=self._batch.bytes,
-            frame_bytes=len(data),
-            batch_age_s=0.0,  # written at the end of this turn of the loop, before any hold could pass
-            since_write_s=0.0,
-            hold_s=1.0,
+        if (
+            coalesce
+            and self._coalesce
+            and may_coalesce(
+                coalesce=pending is not None,
+                due_written=due_written,
+                buffered_bytes=self._batch.bytes,
+                frame_bytes=len(data),
+                batch_age_s=0.0,  # written at the end of this turn of the loop, before any hold could pass
+                since_write_s=0.0,
+                hold_s=1.0,
+            )
         ):
             self._batch.add(data, 0.0)
             if not self._flush_scheduled:
                 self._flush_scheduled = True
                 loop.call_soon(self._flush_batch)
             return
-        self._put(writer, data)  # no await since encoding: frames never interleave
-        self._watch_if_backed_up(writer, loop)
+        self._put(transport, data)  # no await since encoding: frames never interleave
+        self._watch_if_backed_up(transport, loop)
 
     def _flush_batch(self) -> None:
         """The end of the loop's turn: hand the batch to the transport (unless a write took it already)."""
         self._flush_scheduled = False
-        writer = self._writer
-        if not self._batch or writer is None or self._ended:
+        transport = self._transport
+        if not self._batch or transport is None or self._ended:
             return
-        self._put(writer, b"")
-        self._watch_if_backed_up(writer, asyncio.get_running_loop())
+        self._put(transport, b"")
+        self._watch_if_backed_up(transport, asyncio.get_running_loop())
 
-    def _watch_if_backed_up(self, writer: asyncio.StreamWriter, loop: asyncio.AbstractEventLoop) -> None:
-        if self._stall_watch is None and self._backed_up(writer):
+    def _watch_if_backed_up(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        if self._stall_watch is None and self._write_paused:
             # Nobody may await these bytes (an ACK from write()): watch that the broker keeps taking them.
             self._stall_watch = loop.call_later(
-                self._write_timeout_s, self._check_stall, self._progress(writer)
+                self._write_timeout_s, self._check_stall, self._progress(transport)
             )
 
     @property
     def takes_without_waiting(self) -> bool:
         """Whether the transport is open and below its high-water mark now, so that an awaited :meth:`send`
         would not wait to drain (a frame written now may still take it past the mark)."""
-        writer = self._writer
-        return writer is not None and not self._ended and not self._backed_up(writer)
+        return self._transport is not None and not self._ended and not self._write_paused
 
-    @staticmethod
-    def _backed_up(writer: asyncio.StreamWriter) -> bool:
-        transport = writer.transport
-        return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
-
-    def _put(self, writer: asyncio.StreamWriter, data: bytes) -> None:
+    def _put(self, transport: asyncio.Transport, data: bytes) -> None:
         """Every write goes through here, so that bytes taken can be known where the kernel does not say
         (:meth:`_progress`), and behind the batch of coalesced frames, so that frames keep their order."""
         data = self._batch.before(data)
-        writer.write(data)
+        transport.write(data)
         self._written += len(data)
 
-    def _progress(self, writer: asyncio.StreamWriter) -> int:
+    def _progress(self, transport: asyncio.Transport) -> int:
         """A count that grows while the broker takes bytes: what its TCP acknowledged (Linux), else what the
         transport handed to the socket (written, less still buffered: exact for plain TCP, blind under TLS to
         the layer below the TLS buffer, and moving in bursts as the kernel reports the socket writable)."""
-        sock = writer.get_extra_info("socket")
+        sock = transport.get_extra_info("socket")
         acked = bytes_acked(sock) if sock is not None else None
         if acked is not None:
             return acked
-        return self._written - writer.transport.get_write_buffer_size()
+        return self._written - transport.get_write_buffer_size()
 
     def _check_stall(self, progress_then: int) -> None:
         """The write deadline for bytes nobody awaits: the buffer above its high-water mark, and the broker took
@@ -264,10 +266,10 @@ class AsyncStompConnection:
         Progress is bytes taken (:meth:`_progress`), not the buffer's size: a broker reading slowly but steadily
         while senders keep writing has a buffer that does not shrink, and it is not stalled."""
         self._stall_watch = None
-        writer = self._writer
-        if writer is None or self._ended or not self._backed_up(writer):
+        transport = self._transport
+        if transport is None or self._ended or not self._write_paused:
             return
-        progress_now = self._progress(writer)
+        progress_now = self._progress(transport)
         if progress_now > progress_then:  # it is taking bytes, slowly: watch on
             self._stall_watch = asyncio.get_running_loop().call_later(
                 self._write_timeout_s, self._check_stall, progress_now
@@ -278,91 +280,115 @@ class AsyncStompConnection:
         )
 
     async def _drain(self, timeout_s: float) -> None:
-        writer = self._writer
-        if writer is None:
+        """Wait until the transport is back under its low-water mark (asyncio's ``pause_writing`` and
+        ``resume_writing``), at most ``timeout_s``; at once when it is not above its high-water mark."""
+        transport = self._transport
+        if transport is None or self._ended:
             raise SocketClosed()
-        transport = writer.transport
         if transport.is_closing():
             raise SocketClosed("the connection is closing")
-        if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
-            return  # below the high-water mark the transport is not paused: nothing to wait for (the hot path)
+        if not self._write_paused:
+            return  # below the high-water mark the transport takes more at once (the hot path)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._drain_waiters.append(waiter)
         try:
             async with asyncio.timeout(timeout_s):
-                await writer.drain()
+                await waiter
         except TimeoutError as exc:
             self.abort(
                 f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
             )
             raise WriteStalled(f"the broker took no data for {timeout_s:.1f}s") from exc
-        except (ConnectionError, OSError) as exc:
-            raise SocketClosed(str(exc)) from exc
-
-    # -- reading -------------------------------------------------------------------------------------------
-
-    async def _read_loop(self) -> None:
-        reason: str | None = None
-        try:
-            reason = await self._read_until_end()
-        except asyncio.CancelledError:
-            pass  # aborted: _end has run or runs below
         finally:
-            self._end(reason)
+            with contextlib.suppress(ValueError):
+                self._drain_waiters.remove(waiter)
+        if self._ended:
+            raise SocketClosed()
 
-    async def _read_until_end(self) -> str | None:
-        reader = self._reader
-        assert reader is not None
+    def _wake_drain_waiters(self) -> None:
+        for waiter in self._drain_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    # -- asyncio's calls (asyncio.Protocol) ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._wake_drain_waiters()
+
+    def data_received(self, data: bytes) -> None:
+        """A read: its events, in order, to ``on_event``; then stop reading if the consumers hold enough."""
+        if self._ended:
+            return
         protocol = self._protocol
-        loop = asyncio.get_running_loop()
-        while not self._ended:
-            if self._hold is not None and self._hold() and not await self._wait_while_held(self._hold):
-                return None
-            try:
-                data = await reader.read(_READ_BYTES)
-            except ssl.SSLError as exc:
-                if not self._ended:
-                    self.tls_error = str(exc)
-                return None
-            except (ConnectionError, OSError):
-                return None  # reset: the broker's or the network's doing
-            if self._ended:
-                return None
-            events = protocol.receive_data(data, loop.time())
-            for event in events:
-                if isinstance(event, ProtocolViolation):
-                    self._dispatch(events, upto=event)
-                    return event.reason
-            self._dispatch(events)
-            negotiated = protocol.send_every_s or protocol.expect_every_s
-            if negotiated and self._heartbeat_task is None and any(isinstance(e, Connected) for e in events):
-                self._heartbeat_task = asyncio.create_task(self._heartbeat_loop())
-            if not data or protocol.state == "closed":
-                return (
-                    None  # closed by the broker, DISCONNECT answered, or CONNECT refused (the event says so)
-                )
-        return None
+        events = protocol.receive_data(data, asyncio.get_running_loop().time())
+        for event in events:
+            if isinstance(event, ProtocolViolation):
+                self._dispatch(events, upto=event)
+                self._end(event.reason)
+                return
+        self._dispatch(events)
+        if protocol.state == "closed":  # DISCONNECT answered, CONNECT refused (the event says so), or EOF
+            self._end(None)
+            return
+        negotiated = protocol.send_every_s or protocol.expect_every_s
+        if negotiated and self._heartbeat_task is None and any(isinstance(e, Connected) for e in events):
+            self._heartbeat_task = asyncio.create_task(self._heartbeat_loop())
+        if self._hold is not None and not self._ended and self._hold():
+            self._pause_reading()
+
+    def eof_received(self) -> bool:
+        """The broker closed its side: the end of the stream (closing ours too)."""
+        self.data_received(b"")
+        self._end(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The transport is gone (reset, closed, or aborted by :meth:`_end`); a TLS failure is kept to say why."""
+        if isinstance(exc, ssl.SSLError) and not self._ended:
+            self.tls_error = str(exc)
+        self._end(None)
+
+    # -- holding back (jmslike.flow) -----------------------------------------------------------------------
 
     def forget(self, receipt_ids: list[str]) -> None:
         """Receipts the broker will never send (StompProtocol.forget)."""
         self._protocol.forget(receipt_ids)
 
     def wake_reader(self) -> None:
-        """Have a reader that holds back (``hold``) ask again; on the loop."""
-        self._resume.set()
+        """Have a reader that holds back (``hold``) ask again, in the loop's next turn (on the loop)."""
+        if self._held:
+            asyncio.get_running_loop().call_soon(self._ask_hold_again)
 
-    async def _wait_while_held(self, hold: Callable[[], bool]) -> bool:
-        """Read nothing while ``hold()`` says so (the stream's buffer fills and asyncio stops reading the socket,
-        TCP holds the broker back); the broker's silence is not measured meanwhile. False once ended."""
-        loop = asyncio.get_running_loop()
-        self._protocol.hold_reading(True, loop.time())
-        try:
-            while not self._ended:
-                self._resume.clear()
-                if not hold():
-                    return True
-                await self._resume.wait()
-            return False
-        finally:
-            self._protocol.hold_reading(False, loop.time())
+    def _ask_hold_again(self) -> None:
+        if self._held and not self._ended and (self._hold is None or not self._hold()):
+            self._resume_reading()
+
+    def _pause_reading(self) -> None:
+        """Read nothing while ``hold()`` says so (the socket's buffer fills, TCP holds the broker back); the
+        broker's silence is not measured meanwhile."""
+        transport = self._transport
+        if transport is None or self._held:
+            return
+        self._held = True
+        self._protocol.hold_reading(True, asyncio.get_running_loop().time())
+        transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        transport = self._transport
+        if not self._held or transport is None:
+            return
+        self._held = False
+        self._protocol.hold_reading(False, asyncio.get_running_loop().time())
+        if not self._ended:
+            transport.resume_reading()
 
     def _dispatch(self, events: list[Event], upto: Event | None = None) -> None:
         for event in events:
@@ -384,11 +410,11 @@ class AsyncStompConnection:
                     "(heart-beat timeout)"
                 )
                 return
-            writer = self._writer
+            transport = self._transport
             beat = protocol.heartbeat_due(now)
-            if beat and writer is not None:
+            if beat and transport is not None:
                 # A full buffer is data in flight: the write deadline of that data decides.
-                self._put(writer, beat)
+                self._put(transport, beat)
             deadline = protocol.next_deadline(loop.time())
             if deadline is None:
                 return
@@ -401,15 +427,17 @@ class AsyncStompConnection:
         if self._ended:
             return
         self._ended = True
-        self._resume.set()  # a reader holding back (jmslike.flow) sees the end
         if self._stall_watch is not None:
             self._stall_watch.cancel()
         task = self._heartbeat_task
         if task is not None and task is not asyncio.current_task():
             task.cancel()
-        writer = self._writer
-        if writer is not None:
-            writer.transport.abort()  # the loop closes the socket; nothing else reads it
+        transport = self._transport
+        if transport is not None:
+            transport.abort()  # the loop closes the socket; nothing else reads it
+        self._wake_drain_waiters()  # they see the end and raise SocketClosed
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
         unanswered = self._protocol.connection_lost()
         log_end(self._host, reason)
         self._on_closed(reason, unanswered)

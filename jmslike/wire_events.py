@@ -1,6 +1,6 @@
 """What a connection does with its wire's events, in every API: route MESSAGE frames, report the rest.
 
-The wire calls these from its reader (a thread, or the event loop's reader task), so they only route and hand
+The wire calls these from its reader (a thread, or the asyncio transport's callback), so they only route and hand
 over. The events of a wire that is not, or no longer, the connection's own -- a client-ID claim under way, a
 wire replaced or closed -- are its opener's business: that opener sees them as exceptions.
 """

@@ -505,13 +505,15 @@ def test_unwaited_sends_in_one_turn_of_the_loop_are_written_together_in_order(
     counted where the driver hands bytes to the stream (the peer's reads may merge separate writes)."""
     peer = ReceiptPeer()
     writes: list[bytes] = []
-    real_write = asyncio.StreamWriter.write
+    # The transport the default loop gives a plain TCP connection (the driver is its protocol).
+    transport_class = asyncio.selector_events._SelectorSocketTransport
+    real_write = transport_class.write
 
-    def write(writer: asyncio.StreamWriter, data: bytes | bytearray | memoryview) -> None:
+    def write(transport: asyncio.Transport, data: bytes | bytearray | memoryview) -> None:
         writes.append(bytes(data))
-        real_write(writer, data)
+        real_write(transport, data)
 
-    monkeypatch.setattr(asyncio.StreamWriter, "write", write)
+    monkeypatch.setattr(transport_class, "write", write)
 
     async def scenario() -> None:
         connection = await _one_receipt_due(peer)
