@@ -5,7 +5,8 @@ lets a listener's ``commit()`` run the callbacks queued behind that listener (th
 asyncio the listener is not one task: a listener's commit runs on in a task of its own, and an application wraps
 calls in ``asyncio.wait_for``, another task. So a :class:`Scope` lives in a context variable, which the tasks
 started from there inherit, and ends when the listener or callback returns: a task left running afterwards is
-on its own.
+on its own -- unless it was started by a callback that a listener's commit ran, and that listener still runs:
+then it acts for the listener (the callback's scope names the listener's as its ``parent``).
 
 - The *owner* (the task running the listener or callback) is refused what would wait for itself.
 - Another task in an active scope -- started from it, and either awaited by it (``asyncio.wait_for``) or left
@@ -31,6 +32,7 @@ class Scope:
     session: object
     callback: bool
     owner: asyncio.Task[Any] | None
+    parent: Scope | None = None  # the listener's, for a callback its commit runs
     active: bool = True
     _waiters: list[asyncio.Future[None]] = dataclasses.field(default_factory=list)
 
@@ -69,7 +71,7 @@ _acting: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("jmslike_
 
 def enter(session: object, *, callback: bool) -> tuple[Scope, contextvars.Token[Scope | None]]:
     """The caller (the session's dispatch task, or a listener's commit) starts running a listener or callback."""
-    scope = Scope(session, callback, asyncio.current_task())
+    scope = Scope(session, callback, asyncio.current_task(), parent=of(session))
     return scope, _acting.set(scope)
 
 
@@ -79,9 +81,12 @@ def leave(scope: Scope, token: contextvars.Token[Scope | None]) -> None:
 
 
 def of(session: object) -> Scope | None:
-    """The active scope of ``session`` the caller acts in, if any."""
+    """The active scope of ``session`` the caller acts in, if any: its own, or once that ended, the one it ran
+    in (a callback's listener) while that is still active."""
     scope = _acting.get()
-    return scope if scope is not None and scope.active and scope.session is session else None
+    while scope is not None and not scope.active:
+        scope = scope.parent
+    return scope if scope is not None and scope.session is session else None
 
 
 def detached_context() -> contextvars.Context:

@@ -242,6 +242,45 @@ def test_a_task_a_listener_leaves_running_waits_for_it_to_close_or_stop(peer: Tr
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
+def test_a_task_a_callback_starts_inside_a_listeners_commit_still_acts_for_that_listener(
+    peer: TransactionPeer,
+) -> None:
+    """A listener's commit runs its send's callback, which starts a task and returns; the listener then awaits
+    that task, which calls ``connection.stop()``. The task acts for the listener, which still runs, so stop() is
+    refused once the receipt timeout shows the listener waits for it. Before, the callback's ended scope made
+    the task one on its own: its stop() waited for the listener, which waited for it, until wait_for gave up."""
+
+    async def scenario() -> None:
+        outcome: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        started: list[asyncio.Task[None]] = []
+        async with transacted(peer, receipt_timeout_ms="1000") as (connection, session):
+            producer = session.createProducer(session.createQueue("out"))
+
+            class Callback:
+                def onCompletion(self, message: Message) -> None:
+                    started.append(asyncio.ensure_future(connection.stop()))
+
+                def onException(self, message: Message, exception: Exception) -> None:
+                    outcome.set_exception(exception)
+
+            async def on_message(message: Message) -> None:
+                await producer.send(session.createTextMessage("reply"), completionListener=Callback())
+                await session.commit()
+                try:
+                    await asyncio.wait_for(started[0], 10)
+                    outcome.set_result("returned")
+                except IllegalStateException:
+                    outcome.set_result("refused")
+                except TimeoutError:
+                    outcome.set_result("waited for the listener")
+
+            (await session.createConsumer(session.createQueue("q"))).setMessageListener(on_message)
+            await connection.start()
+            assert await outcome == "refused"
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
 def test_a_callback_left_running_by_a_listeners_commit_holds_back_the_next_listener(
     peer: TransactionPeer,
 ) -> None:
