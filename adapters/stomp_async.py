@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import ssl
 from collections.abc import Callable, Mapping
@@ -82,6 +83,8 @@ class AsyncStompConnection(asyncio.Protocol):
         self._write_paused = False  # the transport is above its high-water mark (pause_writing)
         self._drain_waiters: list[asyncio.Future[None]] = []
         self._done: asyncio.Future[None] | None = None  # resolved when the connection ends
+        # What the transport's callbacks run in: the context connect() was called in, as a reader task's was.
+        self._reader_context: contextvars.Context | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
         self._stall_watch: asyncio.TimerHandle | None = None
         # Bytes handed to the transport, ever: less what it still buffers, what the broker took.
@@ -102,6 +105,7 @@ class AsyncStompConnection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         data = self._protocol.connect(vhost, headers, loop.time())
         self._done = loop.create_future()
+        self._reader_context = contextvars.copy_context()
         host, port = self._host
         try:
             transport, _ = await asyncio.wait_for(
@@ -134,6 +138,7 @@ class AsyncStompConnection(asyncio.Protocol):
         if self._ended:  # closed before create_connection's caller ran again
             raise SocketClosed("the connection closed while it opened")
         self._put(transport, data)
+        transport.resume_reading()  # CONNECT is written: what the broker says now answers it
         try:
             await self._drain(self._connect_timeout_s)
         except (SocketClosed, WriteStalled):
@@ -315,6 +320,9 @@ class AsyncStompConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        # Nothing is read before CONNECT is written (connect() resumes): a broker refusing the connection as it
+        # accepts it (an ERROR, or a close) then answers CONNECT, and the refusal keeps its words.
+        transport.pause_reading()
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -365,7 +373,9 @@ class AsyncStompConnection(asyncio.Protocol):
     def wake_reader(self) -> None:
         """Have a reader that holds back (``hold``) ask again, in the loop's next turn (on the loop)."""
         if self._held:
-            asyncio.get_running_loop().call_soon(self._ask_hold_again)
+            # In the reader's context, not the waker's: resume_reading() registers the reader in the current one,
+            # and every later event would run in the context of whoever woke it (a listener's, say).
+            asyncio.get_running_loop().call_soon(self._ask_hold_again, context=self._reader_context)
 
     def _ask_hold_again(self) -> None:
         if self._held and not self._ended and (self._hold is None or not self._hold()):
