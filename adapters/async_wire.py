@@ -33,7 +33,7 @@ from jmslike.adapters.stomp_socket import (
 from jmslike.adapters.transport import Done
 from jmslike.adapters.wire_base import ErrorMapper, WireBase
 from jmslike.config import ConnectionConfig
-from jmslike.contract import AsyncPendingReceipt, Frame, PendingReceipt, WireEvents
+from jmslike.contract import Frame, PendingReceipt, WireEvents
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -237,17 +237,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
 
     async def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout."""
-        await self._answer(await self.submit(frame, None), timeout_s)
-
-    async def answer(self, pending: AsyncPendingReceipt, timeout_s: float | None = None) -> None:
-        """Wait for the answer to a frame :meth:`submit` wrote, as :meth:`request` does: the mapped exception on
-        ERROR or after ``timeout_s`` (default: the receipt timeout); a cancelled caller stops waiting for it."""
-        if not isinstance(pending, AsyncPending):
-            raise TypeError(f"not a receipt of this wire: {pending!r}")
-        await self._answer(pending, timeout_s)
-
-    async def _answer(self, pending: AsyncPending, timeout_s: float | None) -> None:
-        frame = pending.frame
+        pending = await self.submit(frame, None)
         timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
         try:
             answered = await pending.answered(timeout)

@@ -320,11 +320,6 @@ class AsyncWire(Protocol):
         nothing written) when it is backed up, and the caller then awaits :meth:`submit`."""
         ...
 
-    async def answer(self, pending: AsyncPendingReceipt, timeout_s: float | None = None) -> None:
-        """Wait for the answer to a frame :meth:`submit` wrote, as :meth:`request` waits for its own: the
-        mapped exception on ERROR or after ``timeout_s`` (default: the receipt timeout)."""
-        ...
-
     def discard(self, pending: Sequence[AsyncPendingReceipt]) -> None:
         """:meth:`Wire.discard`, on the loop."""
         ...

@@ -854,17 +854,14 @@ class SessionEngine:
                 delegated = True
                 await self._submit(wire, frame, settle, ticket, submitted=submitted, handed=handed)
                 return
-            if listener is None and tx is not None:
-                # In hand only until written: a commit from another task may follow it out at once (the broker
-                # takes frames in order), and need not wait for this send's receipt.
-                pending = await wire.submit(frame, None)
-                handed()
-                await wire.answer(pending)
-                return
             if listener is None and (
-                outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
+                tx is not None
+                or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
                 or self._connection.config.force_sync_send
             ):
+                # A transactional one stays in hand until answered: a commit from another task goes out only
+                # after the broker took it, so a refusal (the broker closes after an ERROR) or a loss before the
+                # answer leaves that commit a definite rollback, never an outcome in doubt.
                 await wire.request(frame)
                 return
             delegated = True

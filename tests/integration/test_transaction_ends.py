@@ -447,25 +447,33 @@ def test_a_commit_waits_for_both_sends_of_a_retained_send_whose_caller_was_cance
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
-def test_a_commit_does_not_wait_for_the_receipt_of_a_send_already_written(
+def test_a_commit_waits_for_the_answer_to_a_synchronous_send_in_its_transaction(
     peers: list[TransactionPeer],
 ) -> None:
-    """A synchronous transactional send is in hand only until its frame is written: a commit from another task
-    goes out behind it at once (the broker takes frames in order). Before, the commit waited for the send's
-    receipt, here held back by the peer until the test released it (review of e6a8a7a)."""
-    peer = TransactionPeer(broker="activemq", hold_first="SEND")
+    """A synchronous transactional send is in hand until its answer, so a commit from another task goes out only
+    after it: a connection lost before that answer (or a refusal, after which a broker closes) leaves the commit
+    a definite rollback. aa3db20 let COMMIT follow the SEND at once, and its review showed commit() then
+    reporting an outcome in doubt for a transaction the broker never got to commit; it is reverted."""
+    peer = TransactionPeer(broker="activemq")
     peers.append(peer)
 
     async def scenario() -> None:
         async with transacted(peer, receipt_timeout_ms="10000") as (_connection, session):
             producer = session.createProducer(session.createQueue("q"))
-            sending = asyncio.ensure_future(producer.send(session.createTextMessage("one")))
-            await asyncio.to_thread(peer.wait_for, "SEND")
-            await asyncio.wait_for(session.commit(), 5)  # the send's receipt is still held
-            assert not sending.done()
-            peer.release()
-            await sending
-        assert peer.commands[1:4] == ["BEGIN", "SEND", "COMMIT"], peer.commands
+            await producer.send(session.createTextMessage("begins the transaction"))
+            peer.hold_first = "SEND"
+            sending = asyncio.ensure_future(producer.send(session.createTextMessage("never answered")))
+            await asyncio.to_thread(peer.wait_for, "SEND", 2)
+            committing = asyncio.ensure_future(session.commit())
+            for _ in range(10):
+                await asyncio.sleep(0)  # yields: the commit waits for the send's answer
+            assert not committing.done()
+            peer.drop()
+            with pytest.raises(ConnectionLostException):
+                await sending
+            with pytest.raises(TransactionRolledBackException):
+                await committing
+        assert "COMMIT" not in peer.commands, peer.commands
 
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
