@@ -243,8 +243,9 @@ class AsyncStompConnection(asyncio.Protocol):
 
     @property
     def takes_without_waiting(self) -> bool:
-        """Whether the transport is open and below its high-water mark now, so that an awaited :meth:`send`
-        would not wait to drain (a frame written now may still take it past the mark)."""
+        """Whether the transport is open and not holding writes back (asyncio's ``pause_writing``: from above its
+        high-water mark until back down to its low-water mark), so that an awaited :meth:`send` would not wait to
+        drain (a frame written now may still take it past the mark)."""
         return self._transport is not None and not self._ended and not self._write_paused
 
     def _put(self, transport: asyncio.Transport, data: bytes) -> None:
@@ -286,14 +287,14 @@ class AsyncStompConnection(asyncio.Protocol):
 
     async def _drain(self, timeout_s: float) -> None:
         """Wait until the transport is back under its low-water mark (asyncio's ``pause_writing`` and
-        ``resume_writing``), at most ``timeout_s``; at once when it is not above its high-water mark."""
+        ``resume_writing``), at most ``timeout_s``; at once when writing is not paused."""
         transport = self._transport
         if transport is None or self._ended:
             raise SocketClosed()
         if transport.is_closing():
             raise SocketClosed("the connection is closing")
         if not self._write_paused:
-            return  # below the high-water mark the transport takes more at once (the hot path)
+            return  # not paused: the transport takes more at once (the hot path)
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._drain_waiters.append(waiter)
         try:
@@ -305,8 +306,7 @@ class AsyncStompConnection(asyncio.Protocol):
             )
             raise WriteStalled(f"the broker took no data for {timeout_s:.1f}s") from exc
         finally:
-            with contextlib.suppress(ValueError):
-                self._drain_waiters.remove(waiter)
+            self._drain_waiters.remove(waiter)
         if self._ended:
             raise SocketClosed()
 
