@@ -58,7 +58,6 @@ ENCODED_HEADER = "jmslike-encoded"
 ORIGIN_HEADER = "jmslike-origin"
 # JMSDeliveryTime of a delayed message: brokers keep no such header, receivers need it (JMS 2.0 §3.4.13).
 DELIVERY_TIME_HEADER = "jmslike-delivery-time"
-_UNCARRIABLE = re.compile("[\x00\r]")
 # Prefix of the stand-in broker selector for a selector jmslike evaluates itself (client_selector_stand_in).
 CLIENT_SELECTOR_TAG = "jmslike-client-selector:"
 
@@ -391,13 +390,19 @@ class StompDialect:
 
 def encode_uncarriable(headers: dict[str, str]) -> None:
     """Base64 the values STOMP cannot carry, in place, and list them in ENCODED_HEADER."""
-    if not _UNCARRIABLE.search("".join(headers.values())):
-        return  # the usual case, in one scan
-    names = [name for name, value in headers.items() if _UNCARRIABLE.search(value)]
+    joined = "".join(headers.values())
+    if not _uncarriable(joined):
+        return  # the usual case, in one scan (str's own search: a regex here cost ~1.5 us a send)
+    names = [name for name, value in headers.items() if _uncarriable(value)]
     for name in names:
         headers[name] = base64.b64encode(headers[name].encode("utf-8", "surrogatepass")).decode("ascii")
     if names:
         headers[ENCODED_HEADER] = ",".join(names)
+
+
+def _uncarriable(value: str) -> bool:
+    """Whether STOMP cannot carry ``value`` in a header: NUL ends a frame, and a CR before a line's LF is lost."""
+    return "\x00" in value or "\r" in value
 
 
 def decode_uncarriable(headers: Mapping[str, str]) -> Mapping[str, str]:
