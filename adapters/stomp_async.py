@@ -21,7 +21,9 @@ the threaded driver's rules, the asyncio way:
   it (a protocol violation, a silent broker, a stalled write), None when jmslike did not decide it.
 
 The socket errors, their exceptions and the kernel's limits on the socket are the threaded driver's (one home
-for each rule): :func:`~jmslike.adapters.stomp_socket.bound_socket_in_time` and its exception classes.
+for each rule): :func:`~jmslike.adapters.stomp_socket.bound_socket_in_time`,
+:func:`~jmslike.adapters.stomp_socket.unread_refusal` (what a broker said before it reset a connection CONNECT
+could not be written to) and its exception classes.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ from jmslike.adapters.stomp_socket import (
     bytes_acked,
     log_end,
     may_coalesce,
+    unread_refusal,
 )
 from jmslike.contract import Frame
 
@@ -138,6 +141,12 @@ class AsyncStompConnection(asyncio.Protocol):
         if self._ended:  # closed before create_connection's caller ran again
             raise SocketClosed("the connection closed while it opened")
         self._put(transport, data)
+        if transport.is_closing() and not self._ended and self._context is None:
+            # The write failed: the broker reset the connection, maybe after refusing it as it accepted it. Its
+            # words are still in the socket's buffer, which asyncio no longer reads.
+            refusal = unread_refusal(transport.get_extra_info("socket").fileno())
+            if refusal:
+                self.data_received(refusal)
         transport.resume_reading()  # CONNECT is written: what the broker says now answers it
         try:
             await self._drain(self._connect_timeout_s)

@@ -145,6 +145,24 @@ def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, option, value)
 
 
+#: At most this much is read of what a broker said before it reset a connection CONNECT could not be written to.
+_REFUSAL_BYTES: Final = 65536
+
+
+def unread_refusal(fileno: int) -> bytes:
+    """What the broker sent on a plain TCP connection before resetting it, still in the kernel's buffer: Linux
+    keeps it readable after the reset has failed our CONNECT write. A broker refusing a connection as it accepts
+    it (ERROR, then a reset) is heard this way. Read without blocking through a duplicate of ``fileno``, so the
+    owner's socket object (asyncio's, say) is left as it is; b"" when nothing is there."""
+    if _DONTWAIT is None:
+        return b""
+    try:
+        with socket.socket(fileno=os.dup(fileno)) as duplicate:
+            return duplicate.recv(_REFUSAL_BYTES, _DONTWAIT)
+    except OSError:
+        return b""
+
+
 # struct tcp_info (linux/tcp.h): tcpi_bytes_acked, a u64 at byte 120 since Linux 4.1 (older kernels return less).
 _TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
 _TCP_INFO_BYTES_ACKED_AT = 120
@@ -424,7 +442,11 @@ class StompSocket:
             vhost,
         )
         with self._write_lock:
-            self._write_all(data, self._connect_timeout_s)
+            try:
+                self._write_all(data, self._connect_timeout_s)
+            except SocketClosed:
+                self._hear_refusal()
+                raise
         with self._end_lock:  # abort() sees no reader, or a started one
             if self._ended:
                 raise SocketClosed()
@@ -433,6 +455,21 @@ class StompSocket:
             )
             reader.start()
             self._reader = reader
+
+    def _hear_refusal(self) -> None:
+        """CONNECT could not be written: the broker may have refused the connection as it accepted it, then reset
+        it. What it said is handed on as events (a ConnectRefused with its words), here on the caller's thread,
+        since no reader runs yet. Plain TCP only: a TLS session that failed cannot be read on."""
+        sock = self._sock
+        if sock is None or self._context is not None:
+            return
+        data = unread_refusal(sock.fileno())
+        if not data:
+            return
+        with self._proto_lock:
+            events = self._protocol.receive_data(data, time.monotonic())
+        violation = next((event for event in events if isinstance(event, ProtocolViolation)), None)
+        self._dispatch(events, upto=violation)
 
     def disconnect(self, timeout_s: float) -> None:
         """DISCONNECT with a receipt (everything sent before it has reached the broker once it answers), wait

@@ -125,6 +125,8 @@ class WireBase(Generic[P]):
             )
         if tls_error is not None:
             return self._tls_session_error(tls_error)
+        if self._connect_error is not None and not self._closed_silently:
+            return self._refusal(self._connect_error)  # it said why before it reset the connection
         return ConnectionLostException(f"cannot reach broker at {where}: {exc}")
 
     def _connect_timeout(self) -> JMSTimeoutException:
@@ -143,8 +145,11 @@ class WireBase(Generic[P]):
                 f"broker at {self._where} closed the connection during CONNECT without saying why; check the "
                 "credentials, the client ID and the broker's log"
             )
-        error_class = self._error_for(self._connect_error, None)
-        return error_class(f"broker at {self._where} refused the connection: {self._connect_error}")
+        return self._refusal(self._connect_error)
+
+    def _refusal(self, text: str) -> JMSException:
+        """The broker's refusal of CONNECT, in its words."""
+        return self._error_for(text, None)(f"broker at {self._where} refused the connection: {text}")
 
     def _tls_session_error(self, tls_error: str) -> JMSSecurityException:
         return JMSSecurityException(
