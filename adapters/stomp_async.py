@@ -144,7 +144,6 @@ class AsyncStompConnection(asyncio.Protocol):
         if transport.is_closing() and not self._ended and self._context is None:
             # The write failed: the broker reset the connection, maybe after refusing it as it accepted it. Its
             # words are still in the socket's buffer, which asyncio no longer reads.
-            sock = transport.get_extra_info("socket")
             refusal = unread_refusal(sock.fileno()) if sock is not None else b""
             if refusal:
                 self.data_received(refusal)
