@@ -1,6 +1,6 @@
 """The asynchronous send window (jmslike.send_window): counted in sends and in bytes, a big message goes
 alone, a full window waits for a release and gives up after the receipt timeout saying nothing was sent, and
-a full window wakes its waiting sender only once an eighth of it is free again."""
+a full window wakes its waiting sender only once a quarter of it is free again."""
 
 from __future__ import annotations
 
@@ -73,13 +73,13 @@ def test_a_zero_count_is_one() -> None:
         win.acquire(1)
 
 
-def test_a_full_window_wakes_its_sender_once_an_eighth_is_free() -> None:
-    places = SendPlaces(16, 0, 5.0)
-    for _ in range(16):
+def test_a_full_window_wakes_its_sender_once_a_quarter_is_free() -> None:
+    places = SendPlaces(8, 0, 5.0)
+    for _ in range(8):
         assert places.try_take(1)
     places.wait_begins(1)
-    assert places.release(1) is False  # 15 in flight: one place free, the sender sleeps on
-    assert places.release(1) is True  # 14 in flight: an eighth free, it sends its next two in one go
+    assert places.release(1) is False  # 7 in flight: one place free, the sender sleeps on
+    assert places.release(1) is True  # 6 in flight: a quarter free, it sends its next two in one go
     places.wait_ends()
     assert places.try_take(1) and places.try_take(1)
     assert not places.try_take(1)
@@ -108,8 +108,8 @@ def test_a_window_bound_by_bytes_wakes_its_sender_when_its_send_fits() -> None:
 
 
 def test_a_sender_not_woken_takes_a_free_place_at_its_deadline_instead_of_giving_up() -> None:
-    win, cond = window(16, 0, timeout_s=1.0)
-    for _ in range(16):
+    win, cond = window(8, 0, timeout_s=1.0)
+    for _ in range(8):
         win.acquire(1)
     outcome: list[object] = []
 
@@ -128,7 +128,7 @@ def test_a_sender_not_woken_takes_a_free_place_at_its_deadline_instead_of_giving
                 break
             cond.wait(0.001)
         assert win._waiting == 1
-        assert win.release(1) is False  # one place free, below the eighth: no wake-up
+        assert win.release(1) is False  # one place free, below the quarter: no wake-up
     thread.join(5)
     assert outcome == ["sent"]
 
