@@ -718,11 +718,10 @@ class SessionEngine:
         """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback, with its
         ``ticket``) is queued in the same pass under the lock: this runs once per send."""
         with self._cond:
-            wake = self._window.release(size)
+            self._window.release(size)
             if then is not None:
-                self.complete(ticket, then)  # wakes the dispatch thread itself
-            if wake:
-                self._cond.notify_all()
+                self.complete(ticket, then)
+            self._cond.notify_all()
 
     def settle_sends(self) -> bool:
         """For MessageProducer.close: wait (bounded by the receipt timeout) until this session's asynchronous

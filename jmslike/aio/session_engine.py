@@ -895,8 +895,8 @@ class SessionEngine:
             raise
 
         def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-            if self._places.release(size):
-                self.wake()
+            self._places.release(size)
+            self.wake()
             if listener is not None:
                 self._complete(ticket, _completion(listener, message, error))
             elif isinstance(error, ConnectionLostException):
@@ -908,8 +908,8 @@ class SessionEngine:
         ticket = self._ticket(listener)
 
         def unsent() -> None:
-            if self._places.release(size):
-                self.wake()
+            self._places.release(size)
+            self.wake()
 
         # No await from taking the place to handing the frame over while the transport takes it at once: a
         # cancelled caller cannot split them, so no task is needed (a task per send cost ~half the send's CPU).
@@ -983,13 +983,8 @@ class SessionEngine:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise self._places.stalled()
-            self._places.wait_begins(size)
-            try:
-                await _changed_within(
-                    changed, remaining
-                )  # at the deadline, one more try: a place may be free
-            finally:
-                self._places.wait_ends()
+            if not await _changed_within(changed, remaining):
+                raise self._places.stalled()
 
     async def settle_sends(self, mine: bool | None = None, places: bool = True) -> bool:
         """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this session
