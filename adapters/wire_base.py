@@ -79,6 +79,7 @@ class WireBase(Generic[P]):
         self._connect_answered = False
         self._connect_error: str | None = None
         self._closed_silently = False  # closed by the broker during CONNECT, no ERROR frame
+        self._refused_in_words = False  # _connect_error is the broker's ERROR, not a text jmslike made up
         self._connected_headers: dict[str, str] = {}
         self._closing = False
         self._lost = False
@@ -125,9 +126,11 @@ class WireBase(Generic[P]):
             )
         if tls_error is not None:
             return self._tls_session_error(tls_error)
-        if self._connect_error is not None and not self._closed_silently:
+        if self._refused_in_words and self._connect_error is not None:
             return self._refusal(self._connect_error)  # it said why before it reset the connection
-        return ConnectionLostException(f"cannot reach broker at {where}: {exc}")
+        # A bare SocketClosed says nothing; what ended the connection meanwhile (a protocol violation) may.
+        detail = str(exc) or self._connect_error or "the connection ended"
+        return ConnectionLostException(f"cannot reach broker at {where}: {detail}")
 
     def _connect_timeout(self) -> JMSTimeoutException:
         return JMSTimeoutException(
@@ -234,6 +237,7 @@ class WireBase(Generic[P]):
             self._answer_connect()
         elif isinstance(event, ConnectRefused):
             self._closed_silently = event.silent
+            self._refused_in_words = not event.silent
             self._connect_error = event.text
             self._answer_connect()
         # UnknownReceipt: answered twice or never asked; nothing waits for it.
