@@ -52,7 +52,7 @@ class ProtocolStateError(Exception):
     the driver, not something the broker did."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # per frame: read-only, not frozen (jmslike.contract says why)
 class Receipt:
     """A frame sent with ``receipt:`` and waiting for its answer."""
 
@@ -78,12 +78,12 @@ class ConnectRefused:
     silent: bool
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # per frame: read-only, not frozen (jmslike.contract says why)
 class MessageReceived:
     frame: Frame
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # per frame: read-only, not frozen (jmslike.contract says why)
 class ReceiptReceived:
     receipt: Receipt
 

@@ -59,7 +59,7 @@ class FrameProtocolError(FrameDecodeError):
     """A frame is malformed."""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # per frame: read-only, not frozen (jmslike.contract says why)
 class DecodedFrame:
     """One server frame. ``command == "HEARTBEAT"`` stands for one or more heart-beat EOLs."""
 
