@@ -197,7 +197,9 @@ class StompProtocol:
     state: State = "new"
     send_every_s: float = 0.0
     expect_every_s: float = 0.0
-    _pending: dict[str, Receipt] = field(default_factory=dict)
+    # The frames awaiting an answer, by receipt ID (the frame alone: a Receipt is made when the answer comes, so
+    # a send in flight holds one object less for the garbage collector; jmslike.contract says why that counts).
+    _pending: dict[str, Frame] = field(default_factory=dict)
     _numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _clock: _Clock = field(default_factory=_Clock)
     _decoder: FrameDecoder | None = None
@@ -225,7 +227,7 @@ class StompProtocol:
         pending = None
         if receipt:
             pending = Receipt(f"{self.receipt_prefix}{next(self._numbers)}", frame)
-            self._pending[pending.receipt_id] = pending
+            self._pending[pending.receipt_id] = frame
         headers = wire_headers(frame, pending.receipt_id if pending is not None else None)
         return self._written(encode_frame(frame.command, headers, frame.body, self.version), now), pending
 
@@ -280,7 +282,7 @@ class StompProtocol:
         """The stream is gone (closed, reset, or dropped by the driver): the frames that got no answer, oldest
         first. Each pending frame is answered exactly once, here or by an event; the protocol is closed."""
         self.state = "closed"
-        unanswered = list(self._pending.values())
+        unanswered = [Receipt(receipt_id, frame) for receipt_id, frame in self._pending.items()]
         self._pending.clear()
         return unanswered
 
@@ -347,11 +349,20 @@ class StompProtocol:
             if receipt_id and receipt_id == self._disconnect_receipt:
                 self.state = "closed"
                 return []
-            pending = self._pending.pop(receipt_id, None)
-            return [ReceiptReceived(pending)] if pending is not None else [UnknownReceipt(receipt_id)]
+            answered = self._pending.pop(receipt_id, None)
+            if answered is None:
+                return [UnknownReceipt(receipt_id)]
+            return [ReceiptReceived(Receipt(receipt_id, answered))]
         if command == "ERROR":
-            refused = self._pending.pop(headers.get("receipt-id", ""), None)
-            return [ErrorReceived(error_text(headers, body), headers, refused)]
+            receipt_id = headers.get("receipt-id", "")
+            refused = self._pending.pop(receipt_id, None)
+            return [
+                ErrorReceived(
+                    error_text(headers, body),
+                    headers,
+                    None if refused is None else Receipt(receipt_id, refused),
+                )
+            ]
         # CONNECTED twice: the decoder accepts every server command, the protocol does not.
         self.state = "closed"
         return [ProtocolViolation(f"unexpected {command} frame after CONNECTED")]

@@ -83,31 +83,33 @@ class Done:
         return True
 
 
-class _Pending:
-    """One frame waiting for its receipt."""
+class _Pending(Done):
+    """One frame waiting for its receipt, and the signal of its answer (a :class:`Done` itself rather than holding
+    one: a send window keeps one per send in flight, and each object in flight makes the garbage collector run
+    more often; jmslike.contract says why that counts)."""
 
-    __slots__ = ("callback", "done", "error", "frame", "socket")
+    __slots__ = ("callback", "error", "frame", "socket")
 
     def __init__(
         self, frame: Frame, callback: Callable[[JMSException | None], None] | None, socket: StompSocket
     ) -> None:
+        super().__init__()
         self.frame = frame
-        self.done = Done()
         self.error: JMSException | None = None
         self.callback = callback
         self.socket = socket
 
-    def wait(self, timeout_s: float) -> bool:
+    def wait(self, timeout: float | None = None) -> bool:
         """Wait for the answer (a deferred receipt, at commit): a waiter the reader must not keep waiting."""
         self.socket.waiting_begins()
         try:
-            return self.done.wait(timeout_s)
+            return super().wait(timeout)
         finally:
             self.socket.waiting_ends()
 
     def finish(self, error: JMSException | None) -> None:
         self.error = error
-        self.done.set()
+        self.set()
         if self.callback is not None:
             self.callback(error)
 
@@ -227,7 +229,7 @@ class StompWire(WireBase[_Pending]):
         try:
             pending = self._submit(frame, None, coalesce=False)
             timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
-            if not pending.done.wait(timeout):
+            if not Done.wait(pending, timeout):  # the signal alone: this request already told the socket
                 self._gave_up(pending)
                 raise JMSTimeoutException(f"no receipt for {frame.command} within {timeout:.1f}s")
         finally:

@@ -34,6 +34,7 @@ from jmslike.producer_settings import ProducerSettings
 from jmslike.send_window import settle_once
 
 if TYPE_CHECKING:
+    from jmslike.connection import Connection
     from jmslike.contract import Frame, PendingReceipt, Wire
     from jmslike.session import Session
 
@@ -172,25 +173,67 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
         size = len(frame.body)
         session.acquire_send_slot(size)
         ticket = session.completion_ticket() if listener is not None else -1
-
-        def done(error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
-            if listener is None:
-                session.release_send_slot(size)
-                if isinstance(error, ConnectionLostException):
-                    self.note_lost_send(error)  # at-most-once allows the loss, not silence
-                elif error is not None:
-                    self.note_failed_send(error)
-                    connection.report(error)
-            elif error is None:
-                session.release_send_slot(size, lambda: listener.onCompletion(message), ticket)
-            else:
-                session.release_send_slot(size, lambda: listener.onException(message, error), ticket)
-
+        done: Callable[[JMSException | None], None] = (
+            _Unwaited(self, session, connection, size)
+            if listener is None
+            else _Completing(session, listener, message, size, ticket)
+        )
         try:
             _submitted(wire, frame, done, session, ticket)
         except JMSException:
             session.release_send_slot(size)
             raise
+
+
+class _Unwaited:
+    """How an unwaited NON_PERSISTENT send is settled, on the receiver thread: its place in the window given back,
+    a refusal kept for the producer's next call, a loss counted. An object, not a closure: a send window holds
+    one per send in flight, and a closure over these names is nine objects for the garbage collector to track
+    (the window's objects drive how often it runs; docs/performance.md)."""
+
+    __slots__ = ("_connection", "_producer", "_session", "_size")
+
+    def __init__(
+        self, producer: MessageProducer, session: Session, connection: Connection, size: int
+    ) -> None:
+        self._producer = producer
+        self._session = session
+        self._connection = connection
+        self._size = size
+
+    def __call__(self, error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
+        self._session.release_send_slot(self._size)
+        if isinstance(error, ConnectionLostException):
+            self._producer.note_lost_send(error)  # at-most-once allows the loss, not silence
+        elif error is not None:
+            self._producer.note_failed_send(error)
+            self._connection.report(error)
+
+
+class _Completing:
+    """How a send with a CompletionListener is settled, on the receiver thread: its place given back and the
+    listener's callback queued for the session's thread, in send order (an object for the reason
+    :class:`_Unwaited` gives)."""
+
+    __slots__ = ("_listener", "_message", "_session", "_size", "_ticket")
+
+    def __init__(
+        self, session: Session, listener: CompletionListener, message: Message, size: int, ticket: int
+    ) -> None:
+        self._session = session
+        self._listener = listener
+        self._message = message
+        self._size = size
+        self._ticket = ticket
+
+    def __call__(self, error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
+        listener, message = self._listener, self._message
+        if error is None:
+            self._session.release_send_slot(self._size, lambda: listener.onCompletion(message), self._ticket)
+        else:
+            self._session.release_send_slot(
+                self._size, lambda: listener.onException(message, error), self._ticket
+            )
 
 
 def _submitted(

@@ -167,7 +167,8 @@ def test_every_pending_frame_gets_exactly_one_answer(count: int, answers: list[t
         for event in protocol.receive_data(server_frame(command, headers), now=0.0):
             if isinstance(event, ReceiptReceived):
                 answered.append(event.receipt.receipt_id)
-                assert event.receipt is sent[event.receipt.receipt_id]
+                assert event.receipt == sent[event.receipt.receipt_id]  # its ID and the very frame sent
+                assert event.receipt.frame is sent[event.receipt.receipt_id].frame
             elif isinstance(event, ErrorReceived) and event.refused is not None:
                 answered.append(event.refused.receipt_id)
             else:
