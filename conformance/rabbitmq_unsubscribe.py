@@ -2,7 +2,7 @@
 
     python -m jmslike.conformance.rabbitmq_unsubscribe [--messages 50]
 
-The evidence for what jmslike cannot do on RabbitMQ 3.10 (docs/rabbitmq.md): hand back at once the messages the
+The evidence for what jmslike cannot do on RabbitMQ 3.10 (README, "Brokers"): hand back at once the messages the
 broker pushed to a consumer that is closing. No jmslike code between the test and the broker, only stompest. A
 queue holds ``--messages`` messages; client A subscribes (``client-individual``, prefetch = all of them), takes
 one and UNSUBSCRIBEs with a receipt; the control counts what still arrives after that, NACKs one late arrival,
