@@ -65,7 +65,9 @@ class AsyncPending:
         self.error: JMSException | None = None
         self.finished = False
         self._loop = loop
-        self._waiters: list[asyncio.Future[None]] = []
+        # Made by the first waiter: most are never awaited, and a list per send in flight is one more object for
+        # the garbage collector to track (jmslike.contract says why that counts).
+        self._waiters: list[asyncio.Future[None]] | None = None
 
     def finish(self, error: JMSException | None) -> None:
         """The answer, once."""
@@ -73,7 +75,7 @@ class AsyncPending:
             return
         self.finished = True
         self.error = error
-        for waiting in self._waiters:
+        for waiting in self._waiters or ():
             _end_wait(waiting)
         if self.callback is not None:
             self.callback(error)
@@ -83,13 +85,16 @@ class AsyncPending:
         if self.finished:
             return True
         waiting: asyncio.Future[None] = self._loop.create_future()
-        self._waiters.append(waiting)
+        if self._waiters is None:
+            self._waiters = []
+        waiters = self._waiters
+        waiters.append(waiting)
         timer = self._loop.call_later(timeout_s, _end_wait, waiting)
         try:
             await waiting
         finally:
             timer.cancel()
-            self._waiters.remove(waiting)
+            waiters.remove(waiting)
         return self.finished
 
 

@@ -882,7 +882,6 @@ class SessionEngine:
         """A send that does not wait for its receipt: bounded by the send window; its outcome reaches its
         CompletionListener, or the producer and the ExceptionListener. ``handed``: once the frame is with the
         transport, or will never be."""
-        connection = self._connection
         size = len(frame.body)
         try:
             while loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
@@ -894,18 +893,8 @@ class SessionEngine:
             handed()
             raise
 
-        def settled(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-            self._places.release(size)
-            self.wake()
-            if listener is not None:
-                self._complete(ticket, _completion(listener, message, error))
-            elif isinstance(error, ConnectionLostException):
-                producer.note_lost_send(error)
-            elif error is not None:
-                producer.note_failed_send(error)
-                connection.report(error)
-
         ticket = self._ticket(listener)
+        settled = _Unwaited(self, producer, listener, message, size, ticket)
 
         def unsent() -> None:
             self._places.release(size)
@@ -925,6 +914,29 @@ class SessionEngine:
             await self._submit(wire, frame, settled, ticket, unsent, handed=handed)
         else:
             handed()
+
+    def unwaited_answered(
+        self,
+        producer: MessageProducer,
+        listener: CompletionListener | None,
+        message: Message | None,
+        size: int,
+        ticket: int,
+        error: JMSException | None,
+    ) -> None:
+        """On the loop, from the wire's reader: an unwaited send is answered. Its place comes free; its outcome
+        goes to its CompletionListener (in send order), or a refusal to the producer and the ExceptionListener,
+        and a loss is counted (at-most-once allows it, not silence)."""
+        self._places.release(size)
+        self.wake()
+        if listener is not None:
+            assert message is not None
+            self._complete(ticket, _completion(listener, message, error))
+        elif isinstance(error, ConnectionLostException):
+            producer.note_lost_send(error)
+        elif error is not None:
+            producer.note_failed_send(error)
+            self._connection.report(error)
 
     def _ticket(self, listener: CompletionListener | None) -> int:
         return self._completions.ticket() if listener is not None else -1
@@ -1337,6 +1349,36 @@ def _retrieved(task: asyncio.Future[None]) -> None:
     """The close's outcome reaches every caller that awaits it; one that was cancelled leaves it here."""
     if not task.cancelled() and task.exception() is not None:
         log.debug("session close failed: %s", task.exception())
+
+
+class _Unwaited:
+    """The wire's callback for one unwaited send: :meth:`SessionEngine.unwaited_answered` with what it needs. An
+    object, not a closure: the send window holds one per send in flight, and a closure over these names is nine
+    objects for the garbage collector to track (the window's objects drive how often it runs; jmslike.contract).
+    The message is kept only for a CompletionListener."""
+
+    __slots__ = ("_listener", "_message", "_producer", "_session", "_size", "_ticket")
+
+    def __init__(
+        self,
+        session: SessionEngine,
+        producer: MessageProducer,
+        listener: CompletionListener | None,
+        message: Message,
+        size: int,
+        ticket: int,
+    ) -> None:
+        self._session = session
+        self._producer = producer
+        self._listener = listener
+        self._message = message if listener is not None else None
+        self._size = size
+        self._ticket = ticket
+
+    def __call__(self, error: JMSException | None) -> None:  # on the loop, from the wire's reader
+        self._session.unwaited_answered(
+            self._producer, self._listener, self._message, self._size, self._ticket, error
+        )
 
 
 def _completion(
