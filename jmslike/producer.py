@@ -215,7 +215,7 @@ class _Completing:
     listener's callback queued for the session's thread, in send order (an object for the reason
     :class:`_Unwaited` gives)."""
 
-    __slots__ = ("_listener", "_message", "_session", "_size", "_ticket")
+    __slots__ = ("_error", "_listener", "_message", "_session", "_size", "_ticket")
 
     def __init__(
         self, session: Session, listener: CompletionListener, message: Message, size: int, ticket: int
@@ -225,15 +225,17 @@ class _Completing:
         self._message = message
         self._size = size
         self._ticket = ticket
+        self._error: JMSException | None = None
 
     def __call__(self, error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
-        listener, message = self._listener, self._message
-        if error is None:
-            self._session.release_send_slot(self._size, lambda: listener.onCompletion(message), self._ticket)
+        self._error = error
+        self._session.release_send_slot(self._size, self._notify, self._ticket)
+
+    def _notify(self) -> None:  # the session's thread, in send order
+        if self._error is None:
+            self._listener.onCompletion(self._message)
         else:
-            self._session.release_send_slot(
-                self._size, lambda: listener.onException(message, error), self._ticket
-            )
+            self._listener.onException(self._message, self._error)
 
 
 def _submitted(
