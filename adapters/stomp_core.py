@@ -22,7 +22,7 @@ What the protocol decides, so that no driver has to:
 - heart-beats (STOMP 1.1 "Heart-beating"): the client sends every ``max(cx, sy)`` ms and expects something
   every ``max(cy, sx)`` ms when both sides offer it; any byte written counts, and a complete frame or heart-beat
   read (part of a frame does not: a peer could trickle one endless frame in). A peer silent for
-  :data:`SILENCE_TOLERANCE` times its period is dead (stomp.py's own tolerance, which jmslike has run with);
+  :data:`SILENCE_TOLERANCE` times its period is dead;
 - limits: the bounded decoder (:mod:`~jmslike.adapters.stomp_reader`) turns an oversized or malformed frame
   into :class:`ProtocolViolation`, after which the protocol is closed.
 """
@@ -41,8 +41,12 @@ from jmslike.contract import Frame, StompVersion
 Version = StompVersion
 State = Literal["new", "connecting", "connected", "disconnecting", "closed"]
 
-#: A peer is dead once silent for this many of its heart-beat periods (stomp.py's ``heart_beat_receive_scale``).
-SILENCE_TOLERANCE: Final = 1.5
+#: A peer is dead once silent for this many of its heart-beat periods. Not stomp.py's 1.5: ActiveMQ 5.17 lets two
+#: whole periods pass before its first heart-beat and after anything else it writes (it checks once a period
+#: whether it wrote within the last one), so at 1.5 every idle ActiveMQ connection was dropped 1.5 periods in and,
+#: with ``reconnect=true``, again after each reconnect (raw control: ``python -m
+#: jmslike.conformance.heartbeat_gaps``). RabbitMQ beats every half period, Artemis every period.
+SILENCE_TOLERANCE: Final = 2.5
 #: The heart-beat EOL a client sends.
 HEARTBEAT_BYTES: Final = b"\n"
 
