@@ -477,18 +477,25 @@ def test_attached_filtered_subscriber_survives_restart_with_reconnect(
     broker: Any, connect: Callable[..., Connection], unique_name: str, mode: str, broker_kind: str
 ) -> None:
     """Attached through a broker restart (?reconnect=true): both halves are re-subscribed, so after the
-    reconnect qualifying and non-qualifying messages arrive again, each once."""
+    reconnect qualifying and non-qualifying messages arrive again, each once.
+
+    CLIENT_ACKNOWLEDGE, so that the messages before the restart are acknowledged for certain before it (an
+    AUTO_ACKNOWLEDGE ACK is not awaited: Artemis 2.21 restarted gracefully right after one gave 'before-p'
+    back once in a whole-suite run, which JMS allows for the last message before a provider failure)."""
     connection = connect(
         cid("reconnect"), url_options="reconnect=true&reconnect_attempts=60&heartbeat_ms=1000"
     )
-    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
     subscriber = session.createDurableSubscriber(
         session.createTopic(unique_name), "steady", inactiveSelector=MODE_FILTER
     )
     publisher = Publisher(connect(), unique_name)
     publisher.send("before-p", P)
     publisher.send("before-np", NP)
-    assert sorted(receive_all(subscriber)) == ["before-np", "before-p"]
+    before = [subscriber.receive(5000), subscriber.receive(5000)]
+    assert sorted(text_of(message) for message in before if message is not None) == ["before-np", "before-p"]
+    assert subscriber.receive(700) is None
+    before[-1].acknowledge()  # both, and it waits for the broker's receipt
     generation = connection.generation
     restart(broker, mode)
     deadline = time.monotonic() + 60
@@ -498,7 +505,19 @@ def test_attached_filtered_subscriber_survives_restart_with_reconnect(
     publisher = Publisher(connect(), unique_name)
     publisher.send("after-p", P)
     publisher.send("after-np", NP)
-    assert sorted(receive_all(subscriber, 2000)) == ["after-np", "after-p"]
+    after = []
+    while (message := subscriber.receive(2000)) is not None:
+        after.append(message)
+    if after:
+        after[-1].acknowledge()
+    texts = [text_of(message) for message in after]
+    if broker_kind == "rabbitmq" and mode == "kill" and "before-p" in texts:
+        # RabbitMQ confirms an ACK before it is on disk, so after a SIGKILL an acknowledged message may come back,
+        # flagged (docs/conformance.md's table; raw STOMP control: python -m jmslike.conformance.rabbitmq_kill).
+        back = after[texts.index("before-p")]
+        assert back.getJMSRedelivered(), "an acknowledged message came back after the kill, unflagged"
+        texts.remove("before-p")
+    assert sorted(texts) == ["after-np", "after-p"]
     subscriber.close(removeSubscription=True)
 
 
