@@ -9,7 +9,8 @@ nothing else's. The peer speaks STOMP 1.1 as ActiveMQ does (``activemq://`` URLs
 
 Cases run in alternating order each round; the table gives the median µs per message and the ratio to raw
 stomp.py doing the same work (same-work raw: synchronous receipted sends for PERSISTENT, receipts pipelined
-in a window of 256 for NON_PERSISTENT) and to raw fire-and-forget. Issue #20's target is jmslike ≤ raw
+in a window of 256 for NON_PERSISTENT) and to raw fire-and-forget, and how many full garbage collections the
+timed section ran per 100,000 messages (what a client holds per send in flight drives them). Issue #20's target is jmslike ≤ raw
 same-work CPU in both APIs; #21's NON_PERSISTENT target is at least 0.8 of raw fire-and-forget's rate.
 """
 
@@ -163,8 +164,8 @@ def _bench(port: int, seconds: float) -> w.Bench:
     )
 
 
-def _run_case(case: str, port: int, seconds: float) -> float:
-    """In a fresh child: run ``case`` once, return its CPU µs per message."""
+def _run_case(case: str, port: int, seconds: float) -> tuple[float, float]:
+    """In a fresh child: run ``case`` once; its CPU µs per message and full collections per 100k messages."""
     out = subprocess.run(
         [
             sys.executable,
@@ -182,7 +183,8 @@ def _run_case(case: str, port: int, seconds: float) -> float:
         text=True,
         timeout=seconds * 10 + 60,
     ).stdout
-    return float(out.strip().splitlines()[-1])
+    cpu, full_gcs = out.strip().splitlines()[-1].split()
+    return float(cpu), float(full_gcs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.case:
         CASES[args.case][0](_bench(args.port, args.seconds))
-        print(f"{w.CPU.last:.3f}")
+        print(f"{w.CPU.last:.3f} {w.CPU.full_gcs:.2f}")
         return 0
     names = [n for n in CASES if not args.only or any(s in n for s in args.only.split(","))]
     for baseline in {CASES[n][1] for n in names} | (
@@ -212,11 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     peer.start()
     listener.close()
     values: dict[str, list[float]] = {n: [] for n in names}
+    full_gcs: dict[str, list[float]] = {n: [] for n in names}
     try:
         for round_no in range(args.rounds):
             for name in names if round_no % 2 == 0 else list(reversed(names)):
-                values[name].append(_run_case(name, port, args.seconds))
-                print(f"round {round_no + 1}: {name}: {values[name][-1]:.1f} µs", file=sys.stderr)
+                cpu, collections = _run_case(name, port, args.seconds)
+                values[name].append(cpu)
+                full_gcs[name].append(collections)
+                print(
+                    f"round {round_no + 1}: {name}: {cpu:.1f} µs, {collections:.1f} full GCs", file=sys.stderr
+                )
     finally:
         peer.terminate()
         peer.join(10)
@@ -224,16 +231,27 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"client CPU per {SIZE} B send against a null STOMP peer, median of {args.rounds} rounds (µs; lower is better)"
     )
-    print("| case | µs / message | / raw same work | raw fire-and-forget / this |")
-    print("|---|---|---|---|")
+    print("| case | µs / message | / raw same work | raw fire-and-forget / this | full GCs / 100k messages |")
+    print("|---|---|---|---|---|")
     for name in names:
         same = median[name] / median[CASES[name][1]]
         ff = median[FIRE_AND_FORGET] / median[name] if "NON_P" in name else float("nan")
-        print(f"| {name} | {median[name]:.1f} | {same:.2f} | {'' if ff != ff else f'{ff:.2f}'} |")
+        collections = statistics.median(full_gcs[name])
+        print(
+            f"| {name} | {median[name]:.1f} | {same:.2f} | {'' if ff != ff else f'{ff:.2f}'} | {collections:.1f} |"
+        )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(
-                {"size": SIZE, "seconds": args.seconds, "values": values, "pid": os.getpid()}, out, indent=2
+                {
+                    "size": SIZE,
+                    "seconds": args.seconds,
+                    "values": values,
+                    "full_gcs": full_gcs,
+                    "pid": os.getpid(),
+                },
+                out,
+                indent=2,
             )
     return 0
 

@@ -9,6 +9,7 @@ raw stomp.py and kept out of the timed section.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import threading
@@ -58,9 +59,12 @@ class Bench:
 
 
 class _CpuNote:
-    """CPU microseconds per message of the last timed section (NaN when it recorded none)."""
+    """CPU microseconds per message of the last timed section (NaN when it recorded none), and how many full
+    garbage collections (generation 2) it ran per 100,000 messages: objects a client keeps per send in flight
+    make the collector run, and a full collection walks every object of the process (docs/performance.md)."""
 
     last = math.nan
+    full_gcs = math.nan
 
 
 CPU = _CpuNote()
@@ -74,12 +78,14 @@ class Stopwatch:
     def __init__(self) -> None:
         self.wall = time.perf_counter()
         self.cpu = time.process_time()
+        self.full_gcs = gc.get_stats()[2]["collections"]
 
     def rate(self, count: int, end: float | None = None) -> float:
         """msg/s from the start to ``end`` (a perf_counter time; default now); notes CPU µs per message
         in ``CPU.last``."""
         wall = (time.perf_counter() if end is None else end) - self.wall
         CPU.last = (time.process_time() - self.cpu) / count * 1e6 if count else math.nan
+        CPU.full_gcs = (gc.get_stats()[2]["collections"] - self.full_gcs) / count * 1e5 if count else math.nan
         return count / wall
 
 
