@@ -269,7 +269,8 @@ class StompProtocol:
             frames = self._decoder.feed(data)
         except FrameDecodeError as exc:
             for frame in exc.frames:
-                events.extend(self._on_frame(frame.command, frame.headers, frame.body))
+                if frame is not HEARTBEAT:  # as below: a heart-beat before the bad frame is no frame
+                    events.extend(self._on_frame(frame.command, frame.headers, frame.body))
             self.state = "closed"
             events.append(ProtocolViolation(str(exc)))
             return events

@@ -99,11 +99,11 @@ class _Pending(Done):
         self.callback = callback
         self.socket = socket
 
-    def wait(self, timeout: float | None = None) -> bool:
+    def wait(self, timeout_s: float | None = None) -> bool:  # the contract's name (PendingReceipt.wait)
         """Wait for the answer (a deferred receipt, at commit): a waiter the reader must not keep waiting."""
         self.socket.waiting_begins()
         try:
-            return super().wait(timeout)
+            return super().wait(timeout_s)
         finally:
             self.socket.waiting_ends()
 

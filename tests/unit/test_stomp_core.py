@@ -283,6 +283,27 @@ def test_peer_is_silent_only_past_the_tolerance(silence: float) -> None:
     assert protocol.peer_silent(now=1.0 + silence) == (silence > 5.0 * SILENCE_TOLERANCE)
 
 
+def test_two_silent_periods_are_not_death() -> None:
+    """ActiveMQ 5.17 beats two periods after CONNECTED and after anything else it writes (raw control:
+    python -m jmslike.conformance.heartbeat_gaps); only a longer silence is death."""
+    protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s
+    protocol.receive_data(b"\n", now=1.0)
+    assert not protocol.peer_silent(now=1.0 + 2 * 5.0 + 0.5)
+    assert protocol.peer_silent(now=1.0 + 3 * 5.0)
+
+
+def test_a_heartbeat_before_a_malformed_frame_is_not_reported_as_a_frame() -> None:
+    """The frames decoded before a decode error are still handled, heart-beats skipped as on the normal path: the
+    one violation reported is the malformed frame's."""
+    protocol = connected()
+    bad = b"MESSAGE\nsubscription:1\ncontent-length:zz\n\nx\x00"
+    events = protocol.receive_data(
+        b"\n" + server_frame("MESSAGE", {"subscription": "1"}, b"ok") + bad, now=0.0
+    )
+    assert [type(event) for event in events] == [MessageReceived, ProtocolViolation]
+    assert "HEARTBEAT" not in events[-1].reason
+
+
 def test_part_of_a_frame_is_no_sign_of_life() -> None:
     protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s
     protocol.receive_data(b"\n", now=1.0)
