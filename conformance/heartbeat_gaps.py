@@ -30,7 +30,8 @@ from jmslike.conformance.brokers import BrokerHandle, launch
 
 
 def gaps(broker: BrokerHandle, period_ms: int, seconds: float) -> tuple[str, list[float]]:
-    """The broker's CONNECTED ``heart-beat`` header, and the gaps between what arrived after it, in periods."""
+    """The broker's CONNECTED ``heart-beat`` header, and the gaps between what arrived after it (the last one up
+    to the end of the run), in periods of ``period_ms`` (the broker may negotiate a longer one: the header says)."""
     period = period_ms / 1000
     connect = (
         f"CONNECT\naccept-version:1.1,1.2\nhost:/\nlogin:{broker.user}\npasscode:{broker.password}\n"
@@ -68,7 +69,9 @@ def gaps(broker: BrokerHandle, period_ms: int, seconds: float) -> tuple[str, lis
         finally:
             stop.set()
             beater.join()
-    return header, [round((later - earlier) / period, 2) for earlier, later in itertools.pairwise(arrivals)]
+    # The silence from the last arrival to the end counts too: a broker that beats twice, then stops, must fail.
+    ends = [*arrivals, deadline] if arrivals else []
+    return header, [round((later - earlier) / period, 2) for earlier, later in itertools.pairwise(ends)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import sys
 import urllib.parse
@@ -37,22 +38,17 @@ QUIET_S = 3.0
 SENDS = 4
 
 
-def _declare_full_queue(broker: BrokerHandle, name: str) -> None:
-    """A queue that keeps one message and rejects every later publish (the management API: STOMP's SEND headers
-    cannot set ``x-overflow``)."""
+def _management(broker: BrokerHandle, method: str, name: str, body: dict[str, Any] | None = None) -> None:
+    """One call of RabbitMQ's management API on the queue ``name`` (STOMP's SEND headers cannot set
+    ``x-overflow``)."""
     if broker.management_url is None:
         raise SystemExit("this control needs RabbitMQ's management API (the broker handle names none)")
     url = f"{broker.management_url}/api/queues/%2F/{urllib.parse.quote(name, safe='')}"
-    body = {
-        "durable": False,
-        "auto_delete": False,
-        "arguments": {"x-max-length": 1, "x-overflow": "reject-publish"},
-    }
     token = base64.b64encode(f"{broker.user}:{broker.password}".encode()).decode()
     request = urllib.request.Request(
         url,
-        data=json.dumps(body).encode(),
-        method="PUT",
+        data=None if body is None else json.dumps(body).encode(),
+        method=method,
         headers={"Content-Type": "application/json", "Authorization": f"Basic {token}"},
     )
     with urllib.request.urlopen(request, timeout=30):
@@ -75,14 +71,23 @@ def _answers(client: Any) -> tuple[list[str], bool]:
 
 def control(broker: BrokerHandle, receipts: str) -> dict[str, str]:
     name = f"jmslike-control-full-{uuid.uuid4().hex[:8]}"
-    _declare_full_queue(broker, name)
+    full = {
+        "x-max-length": 1,
+        "x-overflow": "reject-publish",
+    }  # keeps one message, rejects every later publish
+    _management(broker, "PUT", name, {"durable": False, "auto_delete": False, "arguments": full})
     client = raw_stomp_client(broker)
-    for i in range(SENDS):
-        headers = {"receipt": f"sent-{i}"} if receipts == "every SEND" or i == SENDS - 1 else {}
-        client.send(f"/amq/queue/{name}", f"m{i}".encode(), headers=headers)
-    frames, still_open = _answers(client)
-    if still_open:
-        client.disconnect()
+    try:
+        for i in range(SENDS):
+            headers = {"receipt": f"sent-{i}"} if receipts == "every SEND" or i == SENDS - 1 else {}
+            client.send(f"/amq/queue/{name}", f"m{i}".encode(), headers=headers)
+        frames, still_open = _answers(client)
+        if still_open:
+            client.disconnect()
+    finally:
+        with contextlib.suppress(Exception):
+            client.close(flush=False)
+        _management(broker, "DELETE", name)
     return {
         "frames back": ", ".join(frames) or "(none)",
         "connection open after": "yes" if still_open else "no",
