@@ -34,7 +34,6 @@ from jmslike.producer_settings import ProducerSettings
 from jmslike.send_window import settle_once
 
 if TYPE_CHECKING:
-    from jmslike.connection import Connection
     from jmslike.contract import Frame, PendingReceipt, Wire
     from jmslike.session import Session
 
@@ -174,7 +173,7 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
         session.acquire_send_slot(size)
         ticket = session.completion_ticket() if listener is not None else -1
         done: Callable[[JMSException | None], None] = (
-            _Unwaited(self, session, connection, size)
+            _Unwaited(self, session, size)
             if listener is None
             else _Completing(session, listener, message, size, ticket)
         )
@@ -191,14 +190,11 @@ class _Unwaited:
     one per send in flight, and a closure over these names is nine objects for the garbage collector to track
     (the window's objects drive how often it runs; docs/performance.md)."""
 
-    __slots__ = ("_connection", "_producer", "_session", "_size")
+    __slots__ = ("_producer", "_session", "_size")
 
-    def __init__(
-        self, producer: MessageProducer, session: Session, connection: Connection, size: int
-    ) -> None:
+    def __init__(self, producer: MessageProducer, session: Session, size: int) -> None:
         self._producer = producer
         self._session = session
-        self._connection = connection
         self._size = size
 
     def __call__(self, error: JMSException | None) -> None:  # receiver thread: hand over, nothing else
@@ -207,7 +203,7 @@ class _Unwaited:
             self._producer.note_lost_send(error)  # at-most-once allows the loss, not silence
         elif error is not None:
             self._producer.note_failed_send(error)
-            self._connection.report(error)
+            self._session.connection.report(error)
 
 
 class _Completing:
