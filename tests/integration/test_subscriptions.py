@@ -511,11 +511,15 @@ def test_attached_filtered_subscriber_survives_restart_with_reconnect(
     if after:
         after[-1].acknowledge()
     texts = [text_of(message) for message in after]
-    if broker_kind == "rabbitmq" and mode == "kill" and "before-p" in texts:
-        # RabbitMQ confirms an ACK before it is on disk, so after a SIGKILL an acknowledged message may come back,
-        # flagged (docs/conformance.md's table; raw STOMP control: python -m jmslike.conformance.rabbitmq_kill).
+    if broker_kind in ("rabbitmq", "activemq") and mode == "kill" and texts.count("before-p") == 1:
+        # Both brokers answer an ACK before it is on disk, so after a SIGKILL the acknowledged persistent message may
+        # come back, once (docs/conformance.md's table). RabbitMQ flags it (raw STOMP control: python -m
+        # jmslike.conformance.rabbitmq_kill); ActiveMQ 5.17 never flags a durable subscription's redelivery over
+        # STOMP (raw STOMP control, stompest: the last of 10 receipted ACKs back in 8 of 40 kills; seen here in CI,
+        # 2026-11-27).
         back = after[texts.index("before-p")]
-        assert back.getJMSRedelivered(), "an acknowledged message came back after the kill, unflagged"
+        if broker_kind == "rabbitmq":
+            assert back.getJMSRedelivered(), "an acknowledged message came back after the kill, unflagged"
         texts.remove("before-p")
     assert sorted(texts) == ["after-np", "after-p"]
     subscriber.close(removeSubscription=True)
