@@ -45,6 +45,7 @@ from .report import (
 PUB = "publish PERSISTENT, sync"
 ASYNC = "publish PERSISTENT, async (raw: sync)"
 ASYNC_RAW = "publish PERSISTENT, async (raw: pipelined)"
+ASYNC_THREADED = "publish PERSISTENT, async (raw: pipelined, callback thread)"
 NONPERS = "publish NON_PERSISTENT (raw: receipts pipelined)"
 NONPERS_FF = "publish NON_PERSISTENT (raw: fire-and-forget)"
 AUTO = "consume backlog, AUTO_ACK"
@@ -164,6 +165,14 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
                 row,
                 "jmslike",
                 lambda: w.publish_async(bench, size, "raw"),
+            )
+            note = "raw as above, each completion run on a thread of its own, as a JMS session runs its callbacks"
+            runner.derive(
+                runner.row(ASYNC_THREADED, size, target=SAME_WORK_TARGET, note=note),
+                r,
+                row,
+                "jmslike",
+                lambda: w.publish_async(bench, size, "raw", callback_thread=True),
             )
         if "nonpersistent" in only:
             note = "jmslike unwaited, timed until confirmed; raw = receipt per send, window 256"

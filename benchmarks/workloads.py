@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import itertools
 import math
+import queue
 import threading
 import time
 import uuid
@@ -176,16 +177,20 @@ class _Completions:
             raise self.failed
 
 
-def publish_async(bench: Bench, size: int, side: str, window: int = 256) -> float:
+def publish_async(
+    bench: Bench, size: int, side: str, window: int = 256, callback_thread: bool = False
+) -> float:
     """Asynchronous persistent sends for ``duration_s``, then wait for the last completion; msg/s.
 
     jmslike: JMS 2.0 completion listener (bounded by its ``send_window``, default 256). raw: the same
     frames with receipts pipelined in a window of the same size, which tells how much of the result is
     the broker's own ceiling (the issue compares jmslike's asynchronous sends with raw synchronous ones;
-    the runner reports both)."""
+    the runner reports both). ``callback_thread``: the raw side runs its completion callback on a thread
+    of its own, fed in receipt order by a queue, as JMS 2.0 §7.3.8 has a CompletionListener run (neither on
+    the sending thread nor beside the session's other callbacks) and as fan-out's raw control runs listeners."""
     body = payload(size)
     if side == "raw":
-        return _raw_pipelined(bench, body, window)[0]
+        return _raw_pipelined(bench, body, window, callback_thread=callback_thread)[0]
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
         producer = session.createProducer(session.createQueue(bench.name("async")))
@@ -286,17 +291,35 @@ def discard(bench: Bench, queue_name: str, count: int) -> None:
 
 
 def _raw_pipelined(
-    bench: Bench, body: bytes, window: int, persistent: bool = True, queue_name: str | None = None
+    bench: Bench,
+    body: bytes,
+    window: int,
+    persistent: bool = True,
+    queue_name: str | None = None,
+    callback_thread: bool = False,
 ) -> tuple[float, int]:
-    """Receipted sends in a window of ``window``; (msg/s, messages sent)."""
+    """Receipted sends in a window of ``window``; (msg/s, messages sent). ``callback_thread``: the completion
+    is counted on a thread of its own, handed over by a queue (publish_async says why)."""
     client = bench.raw()
     dest = f"/queue/{queue_name or bench.name('async')}"
     slots = threading.BoundedSemaphore(window)
     listener = _Completions()
+    handoff: queue.SimpleQueue[bool] | None = None
+    if callback_thread:
+        handoff = queue.SimpleQueue()
+
+        def run_callbacks() -> None:
+            while handoff.get():
+                listener.onCompletion(None)  # type: ignore[arg-type]
+
+        threading.Thread(target=run_callbacks, name="raw-completions", daemon=True).start()
 
     def done() -> None:  # receiver thread
         slots.release()
-        listener.onCompletion(None)  # type: ignore[arg-type]
+        if handoff is not None:
+            handoff.put(True)
+        else:
+            listener.onCompletion(None)  # type: ignore[arg-type]
 
     def send() -> None:
         if not slots.acquire(timeout=30):
@@ -315,6 +338,8 @@ def _raw_pipelined(
         listener.wait_for(WARMUP + count)
         return clock.rate(count), WARMUP + count
     finally:
+        if handoff is not None:
+            handoff.put(False)
         client.close()
 
 
