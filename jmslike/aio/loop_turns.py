@@ -1,7 +1,7 @@
 """How many sends may run on an event loop before the loop runs anything else.
 
 An unwaited send that finds a place in its session's window and a transport that takes the frame suspends
-nowhere (jmslike.aio.session_engine). A loop of them would keep the reader, the heart-beats and every other task
+nowhere (jmslike.aio.sending). A loop of them would keep the reader, the heart-beats and every other task
 of the application from running; so after :data:`SENDS_PER_TURN` such sends in one turn of the event loop, the
 next one yields first. The count is the loop's, shared by every session and connection on it: a count per
 session let 128 sessions run 4,096 sends per turn (678 ms of loop lag, a heart-beat timeout on an idle

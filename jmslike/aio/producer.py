@@ -1,7 +1,7 @@
 """``jmslike.aio``'s MessageProducer: ``await producer.send(message)``, with the threaded producer's settings.
 
 Settings, ``send``'s overloads and the stamping of the message are :mod:`jmslike.producer_settings`', shared
-with the threaded producer; the session decides how the send waits (:meth:`jmslike.aio.session_engine.SessionEngine.send`).
+with the threaded producer; the session decides how the send waits (:mod:`jmslike.aio.sending`).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class MessageProducer(ProducerSettings):
         """``await send(message[, deliveryMode, priority, timeToLive])`` or, for a producer created without a
         destination, ``await send(destination, message[, ...])``. PERSISTENT and transacted sends return once
         the broker has the message; a NON_PERSISTENT one outside a transaction once it is written (module
-        docstring of jmslike.aio.session_engine). With ``completionListener`` (JMS 2.0 asynchronous send) it returns
+        docstring of jmslike.aio.sending). With ``completionListener`` (JMS 2.0 asynchronous send) it returns
         once written, and the listener's ``onCompletion(message)`` or ``onException(message, exception)`` (plain
         or coroutine functions) runs in the session's dispatch task, in send order.
 

@@ -1,6 +1,7 @@
 """``jmslike.aio``'s Session: the JMS factory methods -- producers, consumers, durable and shared
 subscriptions, browsers, temporary destinations, unsubscribe -- on top of the session engine
-(jmslike.aio.session_engine), which owns delivery, acknowledgement, transactions and sending.
+(jmslike.aio.session_engine), which owns delivery, acknowledgement, transactions and listeners, and
+hands sends to jmslike.aio.sending.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ The JMS rules are the threaded :class:`~jmslike.session.Session`'s, and where a 
   sends only after COMMIT, each of them); an unknown outcome is a JMSException, never
   TransactionRolledBackException;
 - a NON_PERSISTENT send outside a transaction does not wait for its receipt, bounded by the send window; its
-  error reaches the ExceptionListener and the producer's next call; ``close`` and ``commit`` wait for them.
+  error reaches the ExceptionListener and the producer's next call; ``close`` and ``commit`` wait for them
+  (the sends themselves: :mod:`jmslike.aio.sending`, which uses this engine's public methods only).
 
 The wake-up of waiting coroutines is one ``asyncio.Event`` per session, replaced at every wake: a waiter holds
 the event it saw, so no wake-up between its check and its wait is lost (everything runs on the loop).
@@ -32,13 +33,14 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from jmslike.aio import listener_scope, loop_turns
+from jmslike.aio import listener_scope
 from jmslike.aio.consumer import MessageConsumer
 from jmslike.aio.producer import MessageProducer
+from jmslike.aio.sending import Sender, completion
 from jmslike.catalogue import optional_registry
-from jmslike.constants import AcknowledgeMode, DeliveryMode
+from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import build_message
-from jmslike.contract import AsyncPendingReceipt, AsyncWire, Frame, IncomingMessage, OutgoingMessage
+from jmslike.contract import AsyncPendingReceipt, AsyncWire, IncomingMessage, OutgoingMessage
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -49,7 +51,7 @@ from jmslike.exceptions import (
     as_jms_exception,
 )
 from jmslike.messages import Message
-from jmslike.send_window import CompletionOrder, SendPlaces, settle_once
+from jmslike.send_window import CompletionOrder
 from jmslike.subscription_plans import (
     of_durable_subscription,
 )
@@ -134,10 +136,7 @@ class SessionEngine:
         self._epoch = 0  # advances when the connection is lost: earlier deliveries can no longer be acked
         self._closed = False
         self._stopping = False
-        config = connection.config
-        self._places = SendPlaces(
-            config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
-        )
+        self._sender = Sender(self)  # the sends, and the send window they share
         self._changed = asyncio.Event()
         self._dispatcher: asyncio.Task[None] | None = None
         self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
@@ -569,7 +568,58 @@ class SessionEngine:
 
     def complete_sent(self, listener: CompletionListener, message: Message) -> None:
         """A send that returned only once the broker had it (a retained one): its callback, in send order."""
-        self._complete(self._ticket(listener), _completion(listener, message, None))
+        self.complete(self.ticket(listener), completion(listener, message, None))
+
+    @property
+    def open_transaction(self) -> str | None:
+        """The STOMP id of the transaction sends join now (None: none begun, or not transacted)."""
+        return self._tx
+
+    def hold_in_hand(self) -> Callable[[], None]:
+        """A transactional send is past its transaction check and its frame is not with the transport yet: a
+        commit, rollback or close waits for it before taking the open transaction (``_hands_empty``). Returns
+        what releases it (once; a second call does nothing)."""
+        self._in_hand += 1
+        released = False
+
+        def handed() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._in_hand -= 1
+                self.wake()
+
+        return handed
+
+    def deferring(
+        self, abandon: Callable[[JMSException | None], None] | None
+    ) -> Callable[[AsyncPendingReceipt], None]:
+        """For a transactional send whose receipt the broker sends only after COMMIT (RabbitMQ): what records its
+        pending receipt in the transaction open now, for ``commit()`` to wait for, and ``abandon`` (its
+        CompletionListener's settlement) to be told if that transaction rolls back instead. Bound to this
+        transaction's lists: a send handed over after its transaction ended still lands in that one."""
+        deferred, abandoned = self._deferred, self._deferred_abandon
+
+        def submitted(pending: AsyncPendingReceipt) -> None:
+            deferred.append(pending)
+            if abandon is not None:
+                abandoned.append(abandon)
+
+        return submitted
+
+    async def send(
+        self,
+        producer: MessageProducer,
+        outgoing: OutgoingMessage,
+        message: Message,
+        listener: CompletionListener | None = None,
+    ) -> None:
+        """Send ``outgoing`` as JMS says for its delivery mode and this session (jmslike.aio.sending)."""
+        await self._sender.send(producer, outgoing, message, listener)
+
+    async def changed_within(self, timeout_s: float) -> bool:
+        """Wait for the session's next wake-up at most ``timeout_s``; False when the time ran out."""
+        return await _changed_within(self._changed, timeout_s)
 
     async def commit(self) -> None:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
@@ -770,234 +820,6 @@ class SessionEngine:
         await self._release_closed()
         return failure
 
-    async def send(
-        self,
-        producer: MessageProducer,
-        outgoing: OutgoingMessage,
-        message: Message,
-        listener: CompletionListener | None = None,
-    ) -> None:
-        """Send ``outgoing`` as JMS says for its delivery mode and this session (module docstring); with a
-        CompletionListener (JMS 2.0) return once written, and run the listener with the outcome, in send order,
-        in this session's dispatch task."""
-        connection = self._connection
-        while True:
-            tx = await self.transaction_for_send()
-            frame = connection.adapter.send_frame(outgoing, tx)
-            wire = await connection.use_wire()
-            # A commit, rollback or close waiting at the boundary while this send began its transaction may have
-            # ended that transaction before this task ran again: then the send joins the next one (or, closing,
-            # is refused), never one already committed or aborted.
-            if tx is None or tx == self._tx:
-                break
-        if tx is None:
-            await self._hand_over(producer, outgoing, message, listener, frame, wire, _nothing)
-            return
-        # From here until its frame is with the transport the send is "in hand": a commit, rollback or close ends
-        # the transaction only after (_hands_empty), so its SEND never follows their COMMIT or ABORT.
-        self._in_hand += 1
-        released = False
-
-        def handed() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._in_hand -= 1
-                self.wake()
-
-        await self._hand_over(producer, outgoing, message, listener, frame, wire, handed, tx)
-
-    async def _hand_over(
-        self,
-        producer: MessageProducer,
-        outgoing: OutgoingMessage,
-        message: Message,
-        listener: CompletionListener | None,
-        frame: Frame,
-        wire: AsyncWire,
-        handed: Callable[[], None],
-        tx: str | None = None,
-    ) -> None:
-        """The rest of ``send``: hand ``frame`` over as its delivery mode, transaction and listener say; call
-        ``handed`` once it is with the transport (or failed), whatever path it takes."""
-        delegated = False  # the hand-over runs on in _submit's task, or _send_unwaited took care of it
-        try:
-            if tx is not None and not self._connection.adapter.transactional_send_receipts:
-                # The broker answers a transactional SEND only after COMMIT (RabbitMQ): commit() waits for it.
-                while (
-                    loop_turns.must_yield()
-                ):  # the loop's other work goes first; a cancel here sends nothing
-                    await asyncio.sleep(0)
-                ticket = self._ticket(listener)
-
-                def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-                    if listener is not None:
-                        self._complete(ticket, _completion(listener, message, error))
-
-                settle = settle_once(after_commit)
-                deferred, abandon = self._deferred, self._deferred_abandon  # this transaction's
-
-                def submitted(pending: AsyncPendingReceipt) -> None:  # also once the caller was cancelled
-                    deferred.append(pending)
-                    if listener is not None:
-                        abandon.append(settle)
-
-                try:  # in this step when the transport takes it at once (no task)
-                    pending = wire.submit_nowait(frame, settle)
-                except BaseException:
-                    if ticket >= 0:
-                        self._complete(ticket, _nothing)
-                    raise
-                if pending is not None:
-                    submitted(pending)
-                    return
-                delegated = True
-                await self._submit(wire, frame, settle, ticket, submitted=submitted, handed=handed)
-                return
-            if listener is None and (
-                tx is not None
-                or outgoing.delivery_mode != DeliveryMode.NON_PERSISTENT
-                or self._connection.config.force_sync_send
-            ):
-                # A transactional one stays in hand until answered: a commit from another task goes out only
-                # after the broker took it, so a refusal (the broker closes after an ERROR) or a loss before the
-                # answer leaves that commit a definite rollback, never an outcome in doubt.
-                await wire.request(frame)
-                return
-            delegated = True
-            await self._send_unwaited(producer, message, listener, frame, wire, handed)
-        finally:
-            if not delegated:
-                handed()
-
-    async def _send_unwaited(
-        self,
-        producer: MessageProducer,
-        message: Message,
-        listener: CompletionListener | None,
-        frame: Frame,
-        wire: AsyncWire,
-        handed: Callable[[], None],
-    ) -> None:
-        """A send that does not wait for its receipt: bounded by the send window; its outcome reaches its
-        CompletionListener, or the producer and the ExceptionListener. ``handed``: once the frame is with the
-        transport, or will never be."""
-        size = len(frame.body)
-        try:
-            while loop_turns.must_yield():  # the loop's other work goes first (jmslike.aio.loop_turns)
-                await asyncio.sleep(
-                    0
-                )  # a yield, not a wait: nothing taken yet, so a cancel here sends nothing
-            await self._take_place(size)
-        except BaseException:
-            handed()
-            raise
-
-        ticket = self._ticket(listener)
-        settled = _Unwaited(self, producer, listener, message, size, ticket)
-
-        def unsent() -> None:
-            self._places.release(size)
-            self.wake()
-
-        # No await from taking the place to handing the frame over while the transport takes it at once: a
-        # cancelled caller cannot split them, so no task is needed (a task per send cost ~half the send's CPU).
-        try:
-            pending = wire.submit_nowait(frame, settled)
-        except BaseException:
-            if ticket >= 0:
-                self._complete(ticket, _nothing)
-            unsent()
-            handed()
-            raise
-        if pending is None:  # backed up: the awaited write drains under the write deadline
-            await self._submit(wire, frame, settled, ticket, unsent, handed=handed)
-        else:
-            handed()
-
-    def unwaited_answered(
-        self,
-        producer: MessageProducer,
-        listener: CompletionListener | None,
-        message: Message | None,
-        size: int,
-        ticket: int,
-        error: JMSException | None,
-    ) -> None:
-        """On the loop, from the wire's reader: an unwaited send is answered. Its place comes free; its outcome
-        goes to its CompletionListener (in send order), or a refusal to the producer and the ExceptionListener,
-        and a loss is counted (at-most-once allows it, not silence)."""
-        self._places.release(size)
-        self.wake()
-        if listener is not None:
-            assert message is not None
-            self._complete(ticket, _completion(listener, message, error))
-        elif isinstance(error, ConnectionLostException):
-            producer.note_lost_send(error)
-        elif error is not None:
-            producer.note_failed_send(error)
-            self._connection.report(error)
-
-    def _ticket(self, listener: CompletionListener | None) -> int:
-        return self._completions.ticket() if listener is not None else -1
-
-    async def _submit(
-        self,
-        wire: AsyncWire,
-        frame: Frame,
-        settled: Callable[[JMSException | None], None],
-        ticket: int,
-        unsent: Callable[[], None] | None = None,
-        submitted: Callable[[AsyncPendingReceipt], None] | None = None,
-        handed: Callable[[], None] | None = None,
-    ) -> AsyncPendingReceipt:
-        """Hand ``frame`` to the wire. A caller cancelled meanwhile does not stop it (the frame may be on its
-        way, and its receipt settles it); a send that fails here raises (to its caller, if still waiting), gives
-        its place in the completion order up (nothing waits behind it) and calls ``unsent``. ``submitted`` gets
-        the pending receipt once the frame is handed over, whether or not the caller still waits; ``handed`` is
-        called either way once the hand-over is over.
-
-        One outcome per send, also when the submitting task itself is cancelled (loop shutdown, cancel-all) after
-        its receipt was recorded: whichever comes first, the answer or the failure, settles it; the other is
-        ignored (the review of ad8dc2a saw a place released twice there)."""
-        outcome = False
-
-        def settle(error: JMSException | None) -> None:  # on the loop, from the wire's reader
-            nonlocal outcome
-            if not outcome:
-                outcome = True
-                settled(error)
-
-        submitting = asyncio.ensure_future(wire.submit(frame, settle))
-
-        def handed_over(done: asyncio.Future[AsyncPendingReceipt]) -> None:
-            nonlocal outcome
-            if handed is not None:
-                handed()
-            if not done.cancelled() and done.exception() is None:
-                if submitted is not None:
-                    submitted(done.result())
-            elif not outcome:
-                outcome = True
-                if ticket >= 0:
-                    self._complete(ticket, _nothing)
-                if unsent is not None:
-                    unsent()
-
-        submitting.add_done_callback(handed_over)
-        return await asyncio.shield(submitting)
-
-    async def _take_place(self, size: int) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._connection.config.receipt_timeout_ms / 1000
-        while not self._places.try_take(size):
-            changed = self._changed
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise self._places.stalled()
-            if not await _changed_within(changed, remaining):
-                raise self._places.stalled()
-
     async def settle_sends(self, mine: bool | None = None, places: bool = True) -> bool:
         """JMS 2.0 §7.3.7: close, commit and rollback return only once every asynchronous send of this session
         is settled and its completion callback has returned. Bounded by the receipt timeout: False when sends
@@ -1013,7 +835,9 @@ class SessionEngine:
             while mine and self._tasks and self._for_listener():
                 await self._run_next_callback(for_listener=True)
             running = self._callback_running and not self._in_callback()  # elsewhere: wait for it
-            if not ((places and self._places.busy) or self._tasks or running):  # places=False: callbacks only
+            if not (
+                (places and self._sender.places.busy) or self._tasks or running
+            ):  # places=False: callbacks only
                 return True
             changed = self._changed
             remaining = deadline - loop.time()
@@ -1021,7 +845,11 @@ class SessionEngine:
                 log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
                 return False
 
-    def _complete(self, ticket: int, callback: Callable[[], Awaitable[None] | None]) -> None:
+    def ticket(self, listener: CompletionListener | None) -> int:
+        """A send's place in the order of completion callbacks (-1: it has no CompletionListener)."""
+        return self._completions.ticket() if listener is not None else -1
+
+    def complete(self, ticket: int, callback: Callable[[], Awaitable[None] | None]) -> None:
         """A send with a CompletionListener is settled: its callback runs after those of earlier sends."""
         for ready in self._completions.settle(ticket, callback):
             self.run_task(ready)
@@ -1349,47 +1177,3 @@ def _retrieved(task: asyncio.Future[None]) -> None:
     """The close's outcome reaches every caller that awaits it; one that was cancelled leaves it here."""
     if not task.cancelled() and task.exception() is not None:
         log.debug("session close failed: %s", task.exception())
-
-
-class _Unwaited:
-    """The wire's callback for one unwaited send: :meth:`SessionEngine.unwaited_answered` with what it needs. An
-    object, not a closure: the send window holds one per send in flight, and a closure over these names is nine
-    objects for the garbage collector to track (the window's objects drive how often it runs; jmslike.contract).
-    The message is kept only for a CompletionListener."""
-
-    __slots__ = ("_listener", "_message", "_producer", "_session", "_size", "_ticket")
-
-    def __init__(
-        self,
-        session: SessionEngine,
-        producer: MessageProducer,
-        listener: CompletionListener | None,
-        message: Message,
-        size: int,
-        ticket: int,
-    ) -> None:
-        self._session = session
-        self._producer = producer
-        self._listener = listener
-        self._message = message if listener is not None else None
-        self._size = size
-        self._ticket = ticket
-
-    def __call__(self, error: JMSException | None) -> None:  # on the loop, from the wire's reader
-        self._session.unwaited_answered(
-            self._producer, self._listener, self._message, self._size, self._ticket, error
-        )
-
-
-def _completion(
-    listener: CompletionListener, message: Message, error: JMSException | None
-) -> Callable[[], Awaitable[None] | None]:
-    """The callback of one asynchronous send: ``onCompletion`` or ``onException`` (either may be a coroutine
-    function)."""
-    if error is None:
-        return lambda: listener.onCompletion(message)
-    return lambda: listener.onException(message, error)
-
-
-def _nothing() -> None:
-    """The place of a send that raised to its caller, in the completion order: nothing to call."""
