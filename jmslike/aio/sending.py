@@ -3,14 +3,17 @@
 One :class:`Sender` per session engine. A send goes as its delivery mode, its session's transaction and its
 CompletionListener say (the rules are the threaded producer's, docs/aio.md):
 
-- PERSISTENT outside a transaction, or with ``force_sync_send``: wait for the broker's receipt;
-- NON_PERSISTENT outside a transaction, or with a CompletionListener: do not wait; a place in the session's send
-  window (:class:`~jmslike.send_window.SendPlaces`) bounds what is in flight, and the answer settles it later (the
-  CompletionListener's callback in send order, or a refusal kept for the producer and the ExceptionListener);
+- with a CompletionListener, whatever the mode: do not wait; the listener's callback runs with the outcome, in
+  send order, in the session's dispatch task;
+- without one, PERSISTENT outside a transaction, or any send with ``force_sync_send``: wait for the broker's
+  receipt;
+- without one, NON_PERSISTENT outside a transaction: do not wait; a place in the session's send window
+  (:class:`~jmslike.send_window.SendPlaces`) bounds what is in flight, and the answer settles it later (a refusal
+  is kept for the producer and the ExceptionListener);
 - in a transaction: the send joins the session's open transaction (begun by the engine on first use) and stays
-  "in hand" until its frame is with the transport, so a commit, rollback or close never writes its COMMIT or
-  ABORT before it; where the broker answers a transactional SEND only after COMMIT (RabbitMQ), ``commit()``
-  waits for that receipt instead.
+  "in hand" until its frame is with the transport (without a CompletionListener: until the broker answered), so
+  a commit, rollback or close never writes its COMMIT or ABORT before it; where the broker answers a
+  transactional SEND only after COMMIT (RabbitMQ), ``commit()`` waits for that receipt instead.
 
 Everything else a send touches belongs to the engine, through its public methods: the open transaction, the
 completion order and the dispatch task that runs completion callbacks, and the session's wake-up.
@@ -96,7 +99,7 @@ class Sender:
                     loop_turns.must_yield()
                 ):  # the loop's other work goes first; a cancel here sends nothing
                     await asyncio.sleep(0)
-                ticket = engine.ticket(listener)
+                ticket = engine.completion_ticket(listener)
 
                 def after_commit(error: JMSException | None) -> None:  # on the loop, from the wire's reader
                     if listener is not None:
@@ -158,7 +161,7 @@ class Sender:
             raise
 
         engine = self._engine
-        ticket = engine.ticket(listener)
+        ticket = engine.completion_ticket(listener)
         settled = _Unwaited(self, producer, listener, message, size, ticket)
 
         def unsent() -> None:

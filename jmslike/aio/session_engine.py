@@ -1,5 +1,5 @@
-"""``jmslike.aio``'s session engine: delivery, acknowledgement, transactions, sending and the listener task
-on the event loop, no thread. ``jmslike.aio.session.Session`` adds the JMS factory methods on top.
+"""``jmslike.aio``'s session engine: delivery, acknowledgement, transactions and the listener task on the
+event loop, no thread; sends go through it to :mod:`jmslike.aio.sending`. ``jmslike.aio.session.Session`` adds the JMS factory methods on top.
 
 The JMS rules are the threaded :class:`~jmslike.session.Session`'s, and where a rule is pure it is the same code
 (:mod:`~jmslike.delivery`, :func:`~jmslike.consumer.client_accepts`, :func:`~jmslike.consumer.build_message`,
@@ -568,7 +568,7 @@ class SessionEngine:
 
     def complete_sent(self, listener: CompletionListener, message: Message) -> None:
         """A send that returned only once the broker had it (a retained one): its callback, in send order."""
-        self.complete(self.ticket(listener), completion(listener, message, None))
+        self.complete(self.completion_ticket(listener), completion(listener, message, None))
 
     @property
     def open_transaction(self) -> str | None:
@@ -845,7 +845,7 @@ class SessionEngine:
                 log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
                 return False
 
-    def ticket(self, listener: CompletionListener | None) -> int:
+    def completion_ticket(self, listener: CompletionListener | None) -> int:
         """A send's place in the order of completion callbacks (-1: it has no CompletionListener)."""
         return self._completions.ticket() if listener is not None else -1
 
