@@ -51,6 +51,7 @@ from jmslike.adapters.stomp_socket import (
     WriteStalled,
     bound_socket_in_time,
     bytes_acked,
+    kernel_gave_up,
     log_end,
     may_coalesce,
     unread_refusal,
@@ -371,7 +372,7 @@ class AsyncStompConnection(asyncio.Protocol):
         """The transport is gone (reset, closed, or aborted by :meth:`_end`); a TLS failure is kept to say why."""
         if isinstance(exc, ssl.SSLError) and not self._ended:
             self.tls_error = str(exc)
-        self._end(None)
+        self._end(kernel_gave_up(exc, self._write_timeout_s, self._protocol.state))
 
     # -- holding back (jmslike.flow) -----------------------------------------------------------------------
 

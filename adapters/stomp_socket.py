@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import logging
 import os
 import select
@@ -127,8 +128,8 @@ def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
     """Put the kernel's limits on a connected socket (Linux; elsewhere what exists of them).
 
     * ``TCP_USER_TIMEOUT``: data the peer has not acknowledged for twice the write timeout aborts the
-      connection (twice: a peer that stops reading is then reported by the stalled write, which knows what it
-      was writing);
+      connection (twice: a peer that stops reading is then usually reported by the stalled write, which knows
+      what it was writing; when the kernel ends it first, :func:`kernel_gave_up` says why);
     * keepalive: see :data:`KEEPALIVE_IDLE_S`.
 
     The write deadline itself is :meth:`StompSocket.write`'s: the socket is non-blocking.
@@ -143,6 +144,26 @@ def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
         option = getattr(socket, name, None)
         if option is not None:
             sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def kernel_gave_up(exc: BaseException | None, write_timeout_s: float, state: str) -> str | None:
+    """Why the kernel ended a connection that :func:`bound_socket_in_time` bounded, or None when ``exc`` says
+    something else, or the STOMP ``state`` is not "connected" yet (a failed CONNECT keeps the rules of
+    jmslike.adapters.wire_base: this changes what an established connection's loss says, nothing else).
+    ETIMEDOUT on an established connection: data went unacknowledged for ``TCP_USER_TIMEOUT`` (twice the write
+    timeout), or keep-alive probes went unanswered.
+
+    The stalled-write deadline usually reports a broker that stopped reading first, naming the frame it was
+    writing. Not always: small frames (a consumer's ACKs) to a broker that stopped reading fill the kernel's
+    send buffer slowly, and Linux 6.18 counts the time the broker's window has been shut toward
+    ``TCP_USER_TIMEOUT``, so it ends the connection before any write waits in jmslike (seen 2026-11-27; the
+    kernels CI ran on before did not). Both drivers say why instead of a bare "connection lost"."""
+    if state == "connected" and isinstance(exc, OSError) and exc.errno == errno.ETIMEDOUT:
+        return (
+            f"could not write within {write_timeout_s * 2:.1f}s (the broker acknowledged nothing written, "
+            "TCP_USER_TIMEOUT) or keep-alive probes went unanswered: the broker stopped reading or is unreachable"
+        )
+    return None
 
 
 #: At most this much is read of what a broker said before it reset a connection CONNECT could not be written to.
@@ -657,6 +678,9 @@ class StompSocket:
             except ssl.SSLWantReadError:
                 wait_for_read = True
             except OSError as exc:
+                gave_up = kernel_gave_up(exc, self._write_timeout_s, self._protocol.state)
+                if gave_up is not None:  # the broker stopped reading, by the kernel's bound: said as a stall
+                    self._stalled(sock, timeout_s, gave_up)
                 raise SocketClosed(str(exc)) from exc
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -667,8 +691,9 @@ class StompSocket:
             if not _wait_until(sock, select.POLLOUT, remaining):
                 raise SocketClosed("socket closed")
 
-    def _stalled(self, sock: socket.socket, timeout_s: float) -> NoReturn:
-        """A write missed its deadline (the caller holds the write lock); raises WriteStalled.
+    def _stalled(self, sock: socket.socket, timeout_s: float, reason: str | None = None) -> NoReturn:
+        """A write missed its deadline (the caller holds the write lock), or the kernel's bound ended it first
+        (``reason``: :func:`kernel_gave_up`'s); raises WriteStalled.
 
         Part of a frame may be out, so nothing may follow it on this stream: the write side is shut before the
         lock is released. The writer drops the connection only after that, and a writer waiting for the lock
@@ -678,7 +703,8 @@ class StompSocket:
         stalled writer's own reason (which names its frame) replaces it if it gets there first. Not while
         connecting or disconnecting: a stalled CONNECT raises to ``open``, and a stalled DISCONNECT ends a
         connection being closed, which is no failure."""
-        reason = f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
+        if reason is None:
+            reason = f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
         with self._end_lock:
             if self._abort_reason is None and not self._ended and self._protocol.state == "connected":
                 self._abort_reason, self._stall_reason = reason, True
@@ -747,9 +773,9 @@ class StompSocket:
                 self._release()
 
     def _read_until_end(self) -> str | None:
-        """Read and dispatch until the connection ends. Returns why jmslike ends it (a protocol violation), or
-        None when it was not jmslike's decision: the broker closed or reset the stream, answered DISCONNECT,
-        or the connection was aborted."""
+        """Read and dispatch until the connection ends. Returns why jmslike ends it (a protocol violation, or
+        the kernel's time bound jmslike set: :func:`kernel_gave_up`), or None when it was not jmslike's decision:
+        the broker closed or reset the stream, answered DISCONNECT, or the connection was aborted."""
         sock = self._sock
         if sock is None:
             return None
@@ -777,8 +803,8 @@ class StompSocket:
                 if not self._stop.is_set():  # our own shutdown interrupting a read is no TLS failure
                     self.tls_error = str(exc)
                 return None
-            except OSError:
-                return None  # reset: the broker's or the network's doing
+            except OSError as exc:  # reset (the broker's or the network's doing), or the kernel's time bound
+                return kernel_gave_up(exc, self._write_timeout_s, protocol.state)
             if self._stop.is_set():  # aborted: what was still queued is not delivered
                 return None
             if data is None:

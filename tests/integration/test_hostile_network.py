@@ -307,6 +307,58 @@ def test_send_to_a_peer_that_stops_reading_fails_within_the_receipt_timeout(
         assert time.monotonic() - started < 5, "close() waited on the dead connection"
 
 
+def test_a_peer_that_stops_reading_acknowledgements_is_dropped_with_the_reason(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    """The peer confirms the SUBSCRIBE, then only writes MESSAGE frames and never reads the consumer's AUTO ACKs:
+    the connection must end within the write deadline, saying the broker stopped reading. Small ACKs fill the
+    kernel's send buffer slowly, so which bound ends it depends on the kernel (a stalled write, or
+    TCP_USER_TIMEOUT: adapters.stomp_socket.kernel_gave_up); both say why (the asyncio twin:
+    tests/integration/test_async_driver.py)."""
+    ref: list[HostilePeer] = []
+
+    def script(conn: socket.socket) -> None:
+        peer = ref[0]
+        peer.send(conn, CONNECTED)
+        buffered = b""
+        while b"\nid:" not in buffered.partition(b"SUBSCRIBE")[2] or not buffered.rstrip(b"\r\n").endswith(
+            b"\x00"
+        ):
+            chunk = conn.recv(4096)
+            if not chunk:
+                return
+            buffered += chunk
+        subscribe = buffered.partition(b"SUBSCRIBE")[2]
+        sub_id = subscribe.split(b"\nid:", 1)[1].split(b"\n", 1)[0]
+        receipt = subscribe.split(b"\nreceipt:", 1)[1].split(b"\n", 1)[0]
+        peer.send(conn, b"RECEIPT\nreceipt-id:" + receipt + b"\n\n\x00")
+        n = 0
+        while True:  # never reads again; ends when the client's end makes a write fail (OSError: dropped)
+            batch = []
+            for _ in range(200):
+                n += 1
+                batch.append(
+                    b"MESSAGE\nsubscription:%s\nmessage-id:m%d\ndestination:/queue/x\ncontent-length:2\n\nhi\x00"
+                    % (sub_id, n)
+                )
+            peer.send(conn, b"".join(batch))
+
+    ref.append(hostile(script))
+    connection = ConnectionFactory(_url(ref[0], receipt_timeout_ms="1000")).createConnection()
+    try:
+        connection.start()
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        consumer = session.createConsumer(session.createQueue("x"))
+        started = time.monotonic()
+        with pytest.raises(ConnectionLostException) as raised:
+            while time.monotonic() - started < DEADLINE_S:
+                consumer.receive(1000)
+        assert time.monotonic() - started < DEADLINE_S
+        assert "could not write" in str(raised.value) and "stopped reading" in str(raised.value), raised.value
+    finally:
+        connection.close()
+
+
 def test_after_a_write_stalls_no_frame_follows_the_partial_one(
     hostile: Callable[[Script], HostilePeer],
 ) -> None:

@@ -6,6 +6,7 @@ tests/integration/test_hostile_network.py shows the write deadline end to end ag
 
 from __future__ import annotations
 
+import errno
 import socket
 
 import pytest
@@ -15,6 +16,7 @@ from jmslike.adapters.stomp_socket import (
     KEEPALIVE_IDLE_S,
     KEEPALIVE_INTERVAL_S,
     bound_socket_in_time,
+    kernel_gave_up,
 )
 
 
@@ -33,3 +35,28 @@ def test_a_broker_socket_gets_keepalive_and_a_user_timeout() -> None:
             assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL) == KEEPALIVE_INTERVAL_S
             assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT) == KEEPALIVE_COUNT
             assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT) == 4000
+
+
+def test_the_kernels_time_bound_on_an_established_connection_says_why() -> None:
+    """ETIMEDOUT after CONNECTED is the bound jmslike set (TCP_USER_TIMEOUT, keep-alive): the loss says so, in the
+    words of a stalled write, instead of a bare "connection lost" (Linux 6.18 reports a broker that stopped
+    reading ACKs this way before any write stalls)."""
+    timed_out = TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+    reason = kernel_gave_up(timed_out, 1.0, "connected")
+    assert reason is not None
+    assert reason.startswith("could not write within 2.0s") and "stopped reading or is unreachable" in reason
+
+
+@pytest.mark.parametrize(
+    ("exc", "state"),
+    [
+        (
+            ConnectionResetError(errno.ECONNRESET, "Connection reset by peer"),
+            "connected",
+        ),  # the broker's doing
+        (None, "connected"),  # closed cleanly
+        (TimeoutError(errno.ETIMEDOUT, "Connection timed out"), "connecting"),  # CONNECT keeps its own rules
+    ],
+)
+def test_anything_else_is_not_the_kernels_time_bound(exc: BaseException | None, state: str) -> None:
+    assert kernel_gave_up(exc, 1.0, state) is None
