@@ -302,6 +302,10 @@ class AsyncStompConnection(asyncio.Protocol):
         if transport is None or self._ended:
             raise SocketClosed()
         if transport.is_closing():
+            if not self._ended:
+                # A failed socket write closes the transport and reports its error to connection_lost in the loop's
+                # next turn: that turn first, so the end says why (kernel_gave_up) instead of a caller's bare loss.
+                await asyncio.sleep(0)
             raise SocketClosed("the connection is closing")
         if not self._write_paused:
             return  # not paused: the transport takes more at once (the hot path)

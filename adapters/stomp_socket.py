@@ -104,7 +104,12 @@ class SocketClosed(Exception):
 
 
 class WriteStalled(Exception):
-    """The broker took no more of a frame before the write deadline; part of it may be on the wire."""
+    """The broker took no more of a frame before the write deadline; part of it may be on the wire.
+    ``by_kernel``: the kernel's time bound ended the connection first (:func:`kernel_gave_up`)."""
+
+    def __init__(self, reason: str, by_kernel: bool = False) -> None:
+        super().__init__(reason)
+        self.by_kernel = by_kernel
 
 
 def tls_context(config: ConnectionConfig) -> ssl.SSLContext:
@@ -158,12 +163,23 @@ def kernel_gave_up(exc: BaseException | None, write_timeout_s: float, state: str
     send buffer slowly, and Linux 6.18 counts the time the broker's window has been shut toward
     ``TCP_USER_TIMEOUT``, so it ends the connection before any write waits in jmslike (seen 2026-11-27; the
     kernels CI ran on before did not). Both drivers say why instead of a bare "connection lost"."""
-    if state == "connected" and isinstance(exc, OSError) and exc.errno == errno.ETIMEDOUT:
-        return (
-            f"could not write within {write_timeout_s * 2:.1f}s (the broker acknowledged nothing written, "
-            "TCP_USER_TIMEOUT) or keep-alive probes went unanswered: the broker stopped reading or is unreachable"
-        )
+    if (
+        state == "connected"
+        and isinstance(exc, OSError)
+        and exc.errno == errno.ETIMEDOUT
+        and hasattr(socket, "TCP_USER_TIMEOUT")  # elsewhere the bound is not ours to name
+    ):
+        return kernel_bound_reason(write_timeout_s)
     return None
+
+
+def kernel_bound_reason(write_timeout_s: float, what: str = "") -> str:
+    """The words for :func:`kernel_gave_up`'s case; ``what``: the frame whose write it failed, if known."""
+    return (
+        f"could not write{' ' + what if what else ''} within {write_timeout_s * 2:.1f}s (the broker acknowledged "
+        "nothing written: TCP_USER_TIMEOUT) or keep-alive probes went unanswered: the broker stopped reading or is "
+        "unreachable"
+    )
 
 
 #: At most this much is read of what a broker said before it reset a connection CONNECT could not be written to.
@@ -703,6 +719,7 @@ class StompSocket:
         stalled writer's own reason (which names its frame) replaces it if it gets there first. Not while
         connecting or disconnecting: a stalled CONNECT raises to ``open``, and a stalled DISCONNECT ends a
         connection being closed, which is no failure."""
+        by_kernel = reason is not None
         if reason is None:
             reason = f"could not write within {timeout_s:.1f}s: the broker stopped reading or is unreachable"
         with self._end_lock:
@@ -710,7 +727,7 @@ class StompSocket:
                 self._abort_reason, self._stall_reason = reason, True
         with contextlib.suppress(OSError):
             socket.socket.shutdown(sock, socket.SHUT_WR)
-        raise WriteStalled(reason)
+        raise WriteStalled(reason, by_kernel=by_kernel)
 
     # -- callers waiting for an answer: quick TCP ACKs, and no frame held back --------------------------------
     #

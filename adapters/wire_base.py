@@ -31,7 +31,13 @@ from jmslike.adapters.stomp_core import (
     Receipt,
     ReceiptReceived,
 )
-from jmslike.adapters.stomp_socket import SocketClosed, SocketConnectError, TLSConnectError, WriteStalled
+from jmslike.adapters.stomp_socket import (
+    SocketClosed,
+    SocketConnectError,
+    TLSConnectError,
+    WriteStalled,
+    kernel_bound_reason,
+)
 from jmslike.config import ConnectionConfig
 from jmslike.contract import Frame, SilentConnectRefusal, WireEvents
 from jmslike.exceptions import (
@@ -187,8 +193,11 @@ class WireBase(Generic[P]):
         """What a failed write raises, and the reason to abort the socket with (None: the reader reports)."""
         if isinstance(exc, WriteStalled):
             # Part of the frame may be on the wire, so the stream is unusable: drop it; every waiter hears why.
+            timeout_s = self._config.receipt_timeout_ms / 1000
             reason = (
-                f"could not write {frame.command} within {self._config.receipt_timeout_ms / 1000:.1f}s "
+                kernel_bound_reason(timeout_s, frame.command)
+                if exc.by_kernel
+                else f"could not write {frame.command} within {timeout_s:.1f}s "
                 "(receipt_timeout_ms): the broker stopped reading or is unreachable"
             )
             return ConnectionLostException(f"jmslike dropped the connection: {reason}"), reason

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import errno
 import socket
 import ssl
 import threading
@@ -263,6 +264,37 @@ def test_a_broker_that_stops_reading_fails_a_send_within_the_write_deadline(peer
     waited, reason = asyncio.run(scenario())
     assert deadline_s * 0.9 <= waited < deadline_s + 5
     assert reason is not None and "could not write" in reason
+
+
+def test_a_send_that_meets_the_kernels_time_bound_ends_the_connection_with_the_reason(
+    peers: list[Peer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A socket write failing with ETIMEDOUT (the kernel's TCP_USER_TIMEOUT) closes asyncio's transport and reports
+    the error a turn later: an awaited send that finds the transport closing must let that report come first, so
+    the connection ends saying the broker stopped reading, not with a bare loss (review of 815187a). The peer is
+    scripted; the kernel's timeout is stood in for by the socket's send raising it."""
+    peer = Peer(b"CONNECTED\nversion:1.2\n\n\x00")
+    peers.append(peer)
+
+    async def scenario() -> str | None:
+        recorder = Recorder()
+        connection = _connection(("127.0.0.1", peer.port), recorder, write_timeout_s=1.0)
+        await connection.connect("localhost", {})
+        await recorder.first(Connected)
+
+        def timed_out(self: socket.socket, data: bytes, flags: int = 0) -> int:
+            raise TimeoutError(errno.ETIMEDOUT, "Connection timed out")
+
+        monkeypatch.setattr(socket.socket, "send", timed_out)
+        with pytest.raises(SocketClosed):
+            await connection.send(Frame("SEND", {"destination": "/queue/q"}, b"x"), receipt=False)
+        monkeypatch.undo()
+        connection.abort()  # as the wire does on SocketClosed (AsyncStompWire._lost_writing): no reason of its own
+        reason, _ = await recorder.until_closed()
+        return reason
+
+    reason = asyncio.run(scenario())
+    assert reason is not None and "could not write" in reason and "TCP_USER_TIMEOUT" in reason, reason
 
 
 def test_a_broker_that_stops_reading_acknowledgements_is_dropped_within_the_write_deadline() -> None:
