@@ -1,7 +1,7 @@
 """``jmslike.aio``'s MessageProducer: ``await producer.send(message)``, with the threaded producer's settings.
 
 Settings, ``send``'s overloads and the stamping of the message are :mod:`jmslike.producer_settings`', shared
-with the threaded producer; the session decides how the send waits (:mod:`jmslike.aio.sending`).
+with the threaded producer; the session decides how the send waits (:meth:`jmslike.aio.sending.Sender.send`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class MessageProducer(ProducerSettings):
             sent = None if listener is None else (lambda: session.complete_sent(listener, message))
             await aio_retained.publish(session, outgoing, sent)
             return
-        await self._session.send(self, outgoing, message, completionListener)
+        await self._session.sender.send(self, outgoing, message, completionListener)
 
     async def close(self) -> None:
         """Close once the session's unwaited sends are confirmed (bounded by the receipt timeout); raise the

@@ -40,7 +40,7 @@ from jmslike.aio.sending import Sender, completion
 from jmslike.catalogue import optional_registry
 from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import build_message
-from jmslike.contract import AsyncPendingReceipt, AsyncWire, IncomingMessage, OutgoingMessage
+from jmslike.contract import AsyncPendingReceipt, AsyncWire, IncomingMessage
 from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -607,15 +607,10 @@ class SessionEngine:
 
         return submitted
 
-    async def send(
-        self,
-        producer: MessageProducer,
-        outgoing: OutgoingMessage,
-        message: Message,
-        listener: CompletionListener | None = None,
-    ) -> None:
-        """Send ``outgoing`` as JMS says for its delivery mode and this session (jmslike.aio.sending)."""
-        await self._sender.send(producer, outgoing, message, listener)
+    @property
+    def sender(self) -> Sender:
+        """This session's sends (jmslike.aio.sending): producers hand their messages to it."""
+        return self._sender
 
     async def changed_within(self, timeout_s: float) -> bool:
         """Wait for the session's next wake-up at most ``timeout_s``; False when the time ran out."""
