@@ -25,6 +25,7 @@ from jmslike import Connection, ConnectionFactory, JMSException
 from jmslike.config import QUERY_KEYS
 from jmslike.conformance.proxy import FaultProxy
 from jmslike.conformance.suite.probe import BrokerProbe, probe_for
+from jmslike.conformance.suite.restarts import FLUSH_NOTE, flushes, restart
 
 if TYPE_CHECKING:
     from jmslike.conformance.brokers import BrokerHandle
@@ -222,7 +223,9 @@ class Context:
         """Restart the broker in this run's mode. Only per-mode scenarios may call it."""
         if self.mode is None:
             raise RuntimeError(f"{self.scenario_id}: restart() needs a per-mode scenario (per_mode=True)")
-        self.broker.restart(self.mode)  # type: ignore[arg-type]
+        if flushes(self.broker, self.mode) and FLUSH_NOTE not in self.notes:
+            self.note(FLUSH_NOTE)
+        restart(self.broker, self.mode)  # type: ignore[arg-type]
 
     def around_restart(self, before: Callable[[], None], after: Callable[[], None]) -> None:
         """Setup phase: call ``before`` right before the shared restart and ``after`` once the broker is

@@ -38,6 +38,7 @@ from jmslike.conformance.suite.model import (
     ScenarioResult,
 )
 from jmslike.conformance.suite.registry import PlainScenario, RestartScenario, Scenario, with_timeout
+from jmslike.conformance.suite.restarts import FLUSH_NOTE, flushes, restart
 from jmslike.registry import adapter_names
 
 log = logging.getLogger(__name__)
@@ -393,9 +394,11 @@ class Runner:
         for before, _ in hooks:
             with contextlib.suppress(Exception):
                 before()
+        if flushes(broker, mode) and (note := f"{broker.kind}: {FLUSH_NOTE}") not in self.notes:
+            self.notes.append(note)
         t0 = time.monotonic()
         try:
-            broker.restart(mode)  # type: ignore[arg-type]
+            restart(broker, mode)  # type: ignore[arg-type]
         except BrokerError as exc:
             reason = f"the shared {mode} restart failed: {str(exc).splitlines()[0]}"
             for _scenario, info, _, kept, _notes, duration in prepared:

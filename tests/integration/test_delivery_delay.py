@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from expectations import expected
-from restarts import restart
 
 from jmslike import (
     Connection,
@@ -21,6 +20,7 @@ from jmslike import (
 )
 from jmslike.conformance.brokers import launch
 from jmslike.conformance.suite.helpers import text_of
+from jmslike.conformance.suite.restarts import restart
 
 DELAY_MS = 1500
 RECEIVE_MS = 15_000

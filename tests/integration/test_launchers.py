@@ -26,7 +26,6 @@ from typing import Any
 
 import pytest
 from probes import LOOPBACK_LISTENERS, listening_addresses
-from restarts import restart
 from stompest.config import StompConfig
 from stompest.protocol import StompSpec
 from stompest.sync import Stomp
@@ -46,6 +45,7 @@ from jmslike.conformance.brokers.activemq import ActiveMQUser
 from jmslike.conformance.brokers.external import ExternalBroker
 from jmslike.conformance.brokers.readiness import stomp_probe
 from jmslike.conformance.plugin import BrokerPool, parse_settings
+from jmslike.conformance.suite.restarts import restart
 
 RECEIVE_S = 10.0
 QUIET_S = 2.0  # how long "nothing more arrives" is watched for
@@ -286,7 +286,7 @@ def test_persistent_survives_restart_non_persistent_does_not(
 ) -> None:
     port, pid = broker.port, broker.pid
     send(broker, unique_name, [("persistent", True), ("non-persistent", False)])
-    # The launcher's restart, after the barrier against RabbitMQ 3.10's fresh-queue loss (restarts.py): this
+    # The launcher's restart, after the barrier against RabbitMQ 3.10's fresh-queue loss (conformance.suite.restarts): this
     # SEND declared the queue a moment ago, and the docker CI run once lost it with its confirmed message.
     restart(broker, mode)
     assert broker.is_running()

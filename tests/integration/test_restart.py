@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from probes import durable_backlog
-from restarts import restart
 
 from jmslike import (
     Connection,
@@ -26,6 +25,7 @@ from jmslike import (
     TransactionRolledBackException,
 )
 from jmslike.conformance.suite.helpers import receive_all, text_of
+from jmslike.conformance.suite.restarts import restart
 
 pytestmark = [pytest.mark.restart, pytest.mark.slow]
 MODES = ["graceful", "kill"]

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from expectations import EXPECTATIONS, expected
 from probes import durable_backlog
-from restarts import restart
 
 from jmslike import (
     Connection,
@@ -35,6 +34,7 @@ from jmslike import (
 )
 from jmslike.conformance.suite.helpers import receive_all, text_of, wait_until
 from jmslike.conformance.suite.probe import probe_for
+from jmslike.conformance.suite.restarts import restart
 from jmslike.contract import RETAINED_STORE_PREFIX
 from jmslike.retained import ON_REQUEST_PREFIX, RETAINED_PROPERTY, Envelope
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from expectations import expected
 from probes import durable_backlog, durable_backlog_now
-from restarts import restart
 
 from jmslike import (
     Connection,
@@ -26,6 +25,7 @@ from jmslike import (
 from jmslike import selector as selectors
 from jmslike.admin import Admin
 from jmslike.conformance.suite.helpers import text_of
+from jmslike.conformance.suite.restarts import restart
 from jmslike.subscriptions import durable_selector
 
 RECEIVE_MS = 5000
