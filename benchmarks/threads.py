@@ -1,11 +1,15 @@
-"""Where fan-out's client CPU goes, per thread: ``python -m benchmarks.threads --broker activemq``.
+"""Where the client CPU goes, per thread: ``python -m benchmarks.threads --broker activemq [--workload ...]``.
 
-Runs the fan-out workload (1 publisher, 10 durable subscribers, 256 B) through jmslike, raw stomp.py and
-raw stomp.py with a listener thread per connection, and reads each thread's CPU time from
-``/proc/self/task`` between the first delivery and the ``--deliveries``-th. Threads are grouped by role:
-the publisher (main thread), readers (stomp.py's receiver threads), jmslike's session dispatch threads,
-and the raw control's listener threads. Linux only. Numbers are CPU microseconds per delivery; the
-publisher's share is one send per ten deliveries. docs/performance.md explains what they showed.
+``--workload fanout`` (default) runs the fan-out workload (1 publisher, 10 durable subscribers, 256 B)
+through jmslike, raw stomp.py and raw stomp.py with a listener thread per connection, and reads each
+thread's CPU time from ``/proc/self/task`` between the first delivery and the ``--deliveries``-th; the
+publisher's share is one send per ten deliveries. ``--workload completion`` runs PERSISTENT sends with a
+JMS 2.0 CompletionListener (256 B) against raw stomp.py's pipelined receipts, with and without a callback
+thread, sampled between the end of the warm-up and the last completion. Threads are grouped by role: the
+publisher (main thread), readers (stomp.py's receiver threads, jmslike's socket reader), jmslike's writer
+(its flush thread), jmslike's session dispatch threads, and the raw controls' listener / completion
+threads. Linux only. Numbers are CPU microseconds per delivery or per send. docs/performance.md explains
+what they showed.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ def _role(thread: threading.Thread | None) -> str:
         return "publisher"
     if thread.name.startswith("jmslike-session"):
         return "dispatch"
-    if thread.name == "raw-listener":
+    if thread.name in ("raw-listener", "raw-completions"):
         return "listener"
-    if thread.name.startswith("Thread-"):  # stomp.py's receiver loop
+    if thread.name.startswith(("Thread-", "jmslike-stomp-")):  # stomp.py's receiver loop, jmslike's reader
         return "reader"
+    if thread.name.startswith("jmslike-flush"):
+        return "writer"
     return "other"
 
 
@@ -76,12 +82,29 @@ def measure(
     return (deliveries - 1) / (t1 - t0), per_role
 
 
+def measure_completions(bench: w.Bench, side: str, callback_thread: bool) -> tuple[float, dict[str, float]]:
+    """One run of CompletionListener sends; returns (sends/s, CPU µs per send by role)."""
+    marks: dict[str, tuple[dict[int, tuple[str, float]], float]] = {}
+
+    def mark(when: str) -> None:
+        marks[when] = (thread_cpu(), time.perf_counter())
+
+    rate = w.publish_async(bench, 256, side, callback_thread=callback_thread, mark=mark)
+    (before, t0), (after, t1) = marks["start"], marks["end"]
+    sends = rate * (t1 - t0)
+    per_role: defaultdict[str, float] = defaultdict(float)
+    for tid, (role, cpu) in after.items():
+        per_role[role] += (cpu - before.get(tid, (role, 0.0))[1]) / sends * 1e6
+    return rate, per_role
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.threads", description=__doc__.splitlines()[0])
     parser.add_argument("--broker", required=True, choices=("activemq", "rabbitmq"))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--deliveries", type=int, default=10_000, help="sampled deliveries per run")
     parser.add_argument("--duration", type=float, default=8.0, help="seconds of publishing per run")
+    parser.add_argument("--workload", choices=("fanout", "completion"), default="fanout")
     args = parser.parse_args(argv)
     with launch(args.broker, **launch_options(args.broker)) as broker:
         url = broker.url
@@ -90,13 +113,20 @@ def main(argv: list[str] | None = None) -> int:
         bench = w.Bench(
             args.broker, broker.host, broker.port, broker.user, broker.password, url, args.duration, 0, 0, 0
         )
-        sides = (("jmslike", "jmslike", False), ("raw", "raw", False), ("raw + listener thread", "raw", True))
-        roles = ("reader", "dispatch", "listener", "publisher", "other")
-        print(f"| {args.broker} fan-out, 256 B | deliveries/s | " + " | ".join(roles) + " | total µs |")
+        completion = args.workload == "completion"
+        helper = "callback thread" if completion else "listener thread"
+        sides = (("jmslike", "jmslike", False), ("raw", "raw", False), (f"raw + {helper}", "raw", True))
+        roles = ("reader", "writer", "dispatch", "listener", "publisher", "other")
+        what = "CompletionListener sends" if completion else "fan-out"
+        unit = "sends/s" if completion else "deliveries/s"
+        print(f"| {args.broker} {what}, 256 B | {unit} | " + " | ".join(roles) + " | total µs |")
         print("|---" * (len(roles) + 3) + "|")
         for r in range(args.rounds):
             for label, side, threaded in sides if r % 2 == 0 else tuple(reversed(sides)):
-                rate, per_role = measure(bench, side, threaded, args.deliveries)
+                if completion:
+                    rate, per_role = measure_completions(bench, side, threaded)
+                else:
+                    rate, per_role = measure(bench, side, threaded, args.deliveries)
                 cells = " | ".join(f"{per_role[role]:.0f}" if role in per_role else "—" for role in roles)
                 print(f"| {label} | {rate:,.0f} | {cells} | {sum(per_role.values()):.0f} |", flush=True)
     return 0

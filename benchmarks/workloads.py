@@ -178,7 +178,12 @@ class _Completions:
 
 
 def publish_async(
-    bench: Bench, size: int, side: str, window: int = 256, callback_thread: bool = False
+    bench: Bench,
+    size: int,
+    side: str,
+    window: int = 256,
+    callback_thread: bool = False,
+    mark: Callable[[str], None] | None = None,
 ) -> float:
     """Asynchronous persistent sends for ``duration_s``, then wait for the last completion; msg/s.
 
@@ -187,10 +192,12 @@ def publish_async(
     the broker's own ceiling (the issue compares jmslike's asynchronous sends with raw synchronous ones;
     the runner reports both). ``callback_thread``: the raw side runs its completion callback on a thread
     of its own, fed in receipt order by a queue, as JMS 2.0 §7.3.8 has a CompletionListener run (neither on
-    the sending thread nor beside the session's other callbacks) and as fan-out's raw control runs listeners."""
+    the sending thread nor beside the session's other callbacks) and as fan-out's raw control runs listeners.
+    ``mark`` is told "start" after the warm-up and "end" after the last completion (benchmarks.threads samples
+    per-thread CPU with it)."""
     body = payload(size)
     if side == "raw":
-        return _raw_pipelined(bench, body, window, callback_thread=callback_thread)[0]
+        return _raw_pipelined(bench, body, window, callback_thread=callback_thread, mark=mark)[0]
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
         producer = session.createProducer(session.createQueue(bench.name("async")))
@@ -204,12 +211,16 @@ def publish_async(
         for _ in range(WARMUP):
             send()
         listener.wait_for(WARMUP)
+        if mark is not None:
+            mark("start")
         count, clock = 0, Stopwatch()
         deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
         listener.wait_for(WARMUP + count)
+        if mark is not None:
+            mark("end")
         return clock.rate(count)
 
 
@@ -297,6 +308,7 @@ def _raw_pipelined(
     persistent: bool = True,
     queue_name: str | None = None,
     callback_thread: bool = False,
+    mark: Callable[[str], None] | None = None,
 ) -> tuple[float, int]:
     """Receipted sends in a window of ``window``; (msg/s, messages sent). ``callback_thread``: the completion
     is counted on a thread of its own, handed over by a queue (publish_async says why)."""
@@ -330,12 +342,16 @@ def _raw_pipelined(
         for _ in range(WARMUP):
             send()
         listener.wait_for(WARMUP)
+        if mark is not None:
+            mark("start")
         count, clock = 0, Stopwatch()
         deadline = time.perf_counter() + bench.duration_s
         while time.perf_counter() < deadline:
             send()
             count += 1
         listener.wait_for(WARMUP + count)
+        if mark is not None:
+            mark("end")
         return clock.rate(count), WARMUP + count
     finally:
         if handoff is not None:
