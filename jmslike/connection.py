@@ -28,11 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.constants import AcknowledgeMode
-from jmslike.context import JMSContext, SharedConnection
+from jmslike.context import JMSContext, SharedConnection, unchecked
 from jmslike.contract import Adapter, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
+from jmslike.error_reports import ReportBacklog
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -58,8 +59,16 @@ log = logging.getLogger(__name__)
 ExceptionListener = Callable[[JMSException], None]
 
 # Names of temporary destinations jmslike creates; the broker's names for them differ.
-#: Asynchronous error reports that may wait for a slow ExceptionListener before further ones are dropped.
-MAX_QUEUED_EVENTS = 1000
+
+
+def warn_not_started(call: str, connection_id: str) -> None:
+    """The hint both APIs log once per connection when a receive waits on a connection not started."""
+    log.warning(
+        "%s waits: connection %s is not started, so nothing is delivered until connection.start() is "
+        "called (JMS 1.1 §4.3.3)",
+        call,
+        connection_id,
+    )
 
 
 class ConnectionMetaData:
@@ -134,9 +143,12 @@ class ConnectionFactory:
                 raise
         return connection
 
+    @unchecked
     def createContext(self, *args: Any, **kwargs: Any) -> JMSContext:
         """JMS 2.0: ``createContext()``, ``createContext(sessionMode)``, ``createContext(userName, password)``
-        or ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection."""
+        or ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection. Raises, as
+        every simplified-API call does, the JMSRuntimeException forms (a refused login:
+        JMSSecurityRuntimeException)."""
         user, password, mode = context_arguments(args, kwargs)
         connection = self.createConnection(user, password)
         try:
@@ -173,8 +185,7 @@ class Connection(ConnectionDomainMethods):
         self._temporary = TemporaryDestinations()
         self._exception_listener: ExceptionListener | None = None
         self._events: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._queued_events = 0  # reports queued or running (bounded by MAX_QUEUED_EVENTS)
-        self._dropped_events = 0
+        self._reports = ReportBacklog()  # reports queued or running, bounded (jmslike.error_reports)
         self._event_thread: threading.Thread | None = None
         self._generation = 0
         self._supervising = False
@@ -297,12 +308,7 @@ class Connection(ConnectionDomainMethods):
         if self._started.is_set() or self._stopped_hint_given:
             return
         self._stopped_hint_given = True
-        log.warning(
-            "%s waits: connection %s is not started, so nothing is delivered until connection.start() is "
-            "called (JMS 1.1 §4.3.3)",
-            call,
-            self.connection_id,
-        )
+        warn_not_started(call, self.connection_id)
 
     def wait_started(self, timeout_s: float | None) -> bool:
         return self._started.wait(timeout_s)
@@ -437,31 +443,15 @@ class Connection(ConnectionDomainMethods):
         self._temporary.check_use(destination, self.adapter)
 
     def report(self, error: JMSException) -> None:
-        """Hand an asynchronous error to the ExceptionListener, on the event thread.
-
-        At most :data:`MAX_QUEUED_EVENTS` reports wait for a slow listener; beyond that (a broker flooding ERROR
-        frames) further ones are counted and logged, not queued, so memory stays bounded. The loss of the
-        connection is always delivered."""
+        """Hand an asynchronous error to the ExceptionListener, on the event thread; how many may wait for a slow
+        listener is :class:`~jmslike.error_reports.ReportBacklog`'s rule."""
         listener = self._exception_listener
         if listener is None:
             log.warning("asynchronous JMS error with no ExceptionListener set: %s", error)
             return
         with self._lock:
-            if self._queued_events >= MAX_QUEUED_EVENTS and not isinstance(error, ConnectionLostException):
-                self._dropped_events += 1
-                dropped = self._dropped_events
-            else:
-                self._queued_events += 1
-                dropped = 0
-        if dropped:
-            if dropped == 1 or dropped % 1000 == 0:
-                log.warning(
-                    "ExceptionListener is %d reports behind; %d asynchronous error(s) not delivered, latest: %s",
-                    MAX_QUEUED_EVENTS,
-                    dropped,
-                    error,
-                )
-            return
+            if not self._reports.admit(error):
+                return
         self._run_event(lambda: listener(error))
 
     def _run_event(self, task: Callable[[], None]) -> None:
@@ -484,7 +474,7 @@ class Connection(ConnectionDomainMethods):
                 log.exception("ExceptionListener raised")
             finally:
                 with self._lock:
-                    self._queued_events -= 1
+                    self._reports.done()
 
     # -- recovery -------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ import inspect
 import itertools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.aio import listener_scope
@@ -33,14 +33,17 @@ from jmslike.aio.session_engine import SessionEngine
 from jmslike.config import ConnectionConfig, parse_url
 from jmslike.connection import Connection as ThreadedConnection
 from jmslike.connection import (
+    ConnectionMetaData,
     check_client_id,
     check_client_id_settable,
     context_arguments,
     private_connection,
+    warn_not_started,
 )
-from jmslike.context import SharedConnection
+from jmslike.context import SharedConnection, unchecked_async
 from jmslike.contract import Adapter, AsyncWire, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
+from jmslike.error_reports import ReportBacklog
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -87,10 +90,11 @@ class ConnectionFactory:
         config = self._config.with_credentials(userName, password)
         return await Connection.open(config, load_adapter(config.scheme), self._serializers, self._client_id)
 
+    @unchecked_async
     async def createContext(self, *args: Any, **kwargs: Any) -> JMSContext:
         """JMS 2.0: ``createContext()``, ``createContext(sessionMode)``, ``createContext(userName, password)`` or
         ``createContext(userName, password, sessionMode)``: a JMSContext on a new connection
-        (:mod:`jmslike.aio.context`)."""
+        (:mod:`jmslike.aio.context`). Raises the JMSRuntimeException forms, as the threaded API's does."""
         user, password, mode = context_arguments(args, kwargs)
         connection = await self.createConnection(user, password)
         try:
@@ -121,7 +125,9 @@ class Connection:
         self._loop = loop
         self._client_id: str | None = None
         self._client_id_locked = False
+        self._server = ""  # CONNECTED's server header, for getMetaData
         self._started = asyncio.Event()
+        self._stopped_hint_given = False
         self._closed = False
         self._failure: ConnectionLostException | None = None
         self._sessions: list[Session] = []
@@ -129,6 +135,7 @@ class Connection:
         self._sub_ids = itertools.count(1)
         self._exception_listener: ExceptionListener | None = None
         self._reports: set[asyncio.Task[None]] = set()
+        self._report_backlog = ReportBacklog()  # bounded as the threaded API's (jmslike.error_reports)
         self._wire: AsyncWire | None = None
         self._closing: asyncio.Future[None] | None = None
         self.temporaries = TemporaryDestinations()
@@ -175,6 +182,7 @@ class Connection:
             connected = await wire.open(adapter.connect_headers(self._config, client_id))
             view = wire.blocking(self.worker_timeout_s)
             await self.in_worker(adapter.on_connected, view, connected, client_id)
+            self._server = connected.get("server", "")
         except SilentConnectRefusal:
             await wire.close(timeout_s=0.5)
             if not ask_again:
@@ -218,6 +226,11 @@ class Connection:
         """The wire as the adapters' blocking contract has it, for :meth:`in_worker`."""
         return self.wire.blocking(self.worker_timeout_s)
 
+    async def blocking_wire_for_use(self) -> Wire:
+        """:meth:`blocking_wire` for a call to the broker made now: a reconnect under way is waited for first
+        (:meth:`use_wire`), as the threaded API's calls do, rather than the call going to the lost wire."""
+        return (await self.use_wire()).blocking(self.worker_timeout_s)
+
     @property
     def worker_timeout_s(self) -> float:
         """How long a worker thread waits for the loop: a round trip's receipt timeout and then some, so a
@@ -235,6 +248,14 @@ class Connection:
     @property
     def started(self) -> asyncio.Event:
         return self._started
+
+    def hint_if_stopped(self, call: str) -> None:
+        """Log once per connection why a receive waits (JMS: delivery starts with ``start()``), as the threaded
+        connection does: a new user's first script otherwise just waits without a word."""
+        if self._started.is_set() or self._stopped_hint_given:
+            return
+        self._stopped_hint_given = True
+        warn_not_started(call, self.connection_id)
 
     def next_sub_id(self) -> str:
         return f"{self.connection_id}-{next(self._sub_ids)}"
@@ -316,15 +337,16 @@ class Connection:
         if old_wire is not None:
             await old_wire.close(timeout_s=2.0)
 
-    def getMetaData(self) -> Mapping[str, str]:
-        """Provider name and the adapter, as a mapping (the threaded API's ConnectionMetaData has more)."""
-        return {"JMSProviderName": "jmslike", "adapter": self.adapter.name}
+    def getMetaData(self) -> ConnectionMetaData:
+        """What is known about the provider and the broker (CONNECTED ``server``), as in the threaded API."""
+        self.check_open()
+        return ConnectionMetaData(self.adapter, self._server, self.adapter.stomp_version)
 
     def setExceptionListener(self, listener: ExceptionListener | None) -> None:
         """Called (a task of its own, never inside jmslike's reader) with asynchronous errors: a refused
-        unwaited send, an ERROR frame nobody waited for, the loss of the connection."""
+        unwaited send, an ERROR frame nobody waited for, the loss of the connection. Like the threaded API (and
+        Qpid JMS), this leaves the client ID settable."""
         self.check_open()
-        self._client_id_locked = True
         self._exception_listener = listener
 
     def getExceptionListener(self) -> ExceptionListener | None:
@@ -427,17 +449,24 @@ class Connection:
     # -- asynchronous errors -----------------------------------------------------------------------------
 
     def report(self, error: JMSException) -> None:
-        """Hand ``error`` to the ExceptionListener in a task of its own (logged when there is none)."""
+        """Hand ``error`` to the ExceptionListener in a task of its own (logged when there is none); how many may
+        wait for a slow listener is :class:`~jmslike.error_reports.ReportBacklog`'s rule."""
         listener = self._exception_listener
         if listener is None:
             log.warning("asynchronous JMS error and no ExceptionListener: %s", error)
+            return
+        if not self._report_backlog.admit(error):
             return
         # Reported from a listener, it does not act for that listener (it may close: listener_scope).
         task = self._loop.create_task(
             _call_listener(listener, error), context=listener_scope.detached_context()
         )
         self._reports.add(task)
-        task.add_done_callback(self._reports.discard)
+        task.add_done_callback(self._report_ran)
+
+    def _report_ran(self, task: asyncio.Task[None]) -> None:
+        self._reports.discard(task)
+        self._report_backlog.done()
 
     def on_lost(self, error: ConnectionLostException) -> None:
         """From the wire's reader: what was delivered belongs to the broker again; reconnect, or fail for good."""

@@ -72,6 +72,7 @@ class MessageConsumer(ConsumerBase):
         if self._listener is not None:
             raise IllegalStateException("receive() is not allowed while a MessageListener is set")
         deadline = asyncio.get_running_loop().time() + timeout_ms / 1000 if timeout_ms else None
+        self._session.connection.hint_if_stopped("receive()")
         return await self._session.receive_for(self, deadline)
 
     async def receiveNoWait(self) -> Message | None:
@@ -90,6 +91,8 @@ class MessageConsumer(ConsumerBase):
         self.check_receive_body(c, self._listener is not None)
         now = asyncio.get_running_loop().time()
         deadline = now if no_wait else (now + timeout_ms / 1000 if timeout_ms else None)
+        if not no_wait:
+            self._session.connection.hint_if_stopped("receiveBody()")
         message = await self._session.receive_for(self, deadline, body_type=c)
         return None if message is None else message.getBody(c)
 
@@ -212,7 +215,9 @@ class QueueBrowser(BrowserBase):
         sink = _BrowseSink(spec, connection.buffer)
         connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
-            await connection.in_worker(connection.adapter.subscribe, connection.blocking_wire(), spec)
+            await connection.in_worker(
+                connection.adapter.subscribe, await connection.blocking_wire_for_use(), spec
+            )
         except BaseException:
             connection.unregister_consumer(sink)  # type: ignore[arg-type]
             raise

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from jmslike.context import ContextBase, JMSProducerBase, SharedConnection, unchecked, unchecked_async
 from jmslike.destinations import Destination, Queue, TemporaryQueue, TemporaryTopic, Topic
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from jmslike.aio.consumer import MessageConsumer, MessageListener, QueueBrowser
     from jmslike.aio.producer import MessageProducer
     from jmslike.aio.session import Session
+    from jmslike.connection import ConnectionMetaData
     from jmslike.producer import CompletionListener
 
 T = TypeVar("T")
@@ -76,7 +77,7 @@ class JMSContext(ContextBase["Connection"]):
         await self._connection.setClientID(clientID)
 
     @unchecked
-    def getMetaData(self) -> Any:
+    def getMetaData(self) -> ConnectionMetaData:
         """What is known about the provider and the broker."""
         self._check_open()
         return self._connection.getMetaData()

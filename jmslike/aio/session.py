@@ -172,7 +172,7 @@ class Session(SessionEngine, SessionModes, MessageFactoryMethods):
             expiry_ms=expiry_ms,
             on_request_only=on_request_only,
         )
-        wire = connection.blocking_wire()
+        wire = await connection.blocking_wire_for_use()
 
         def registry_ready() -> SubscriptionRegistry | None:
             registry = optional_registry(connection)
@@ -207,7 +207,9 @@ class Session(SessionEngine, SessionModes, MessageFactoryMethods):
         companion = CompanionConsumer(self, spec, plan.application_selector, owner, plan.inactive)
         connection.register_consumer(companion)
         try:
-            await connection.in_worker(connection.adapter.subscribe, connection.blocking_wire(), spec)
+            await connection.in_worker(
+                connection.adapter.subscribe, await connection.blocking_wire_for_use(), spec
+            )
         except BaseException:
             connection.unregister_consumer(companion)
             raise
@@ -262,13 +264,14 @@ class Session(SessionEngine, SessionModes, MessageFactoryMethods):
         self.check_open()
         name = check_subscription_name(name)
         connection = self._connection
+        wire = await connection.blocking_wire_for_use()  # first: what is open is judged after a reconnect
         consumers = connection.consumers()
         holds_unacked = any(session.holds_unacked(name) for session in connection.sessions())
         await connection.in_worker(
             partial(
                 durable_subscriptions.unsubscribe,
                 connection,
-                connection.blocking_wire(),
+                wire,
                 connection.getClientID(),
                 name,
                 unshared_refusal=unsubscribe_refusal(
@@ -312,7 +315,7 @@ class Session(SessionEngine, SessionModes, MessageFactoryMethods):
             raise UnsupportedFeatureException(connection.adapter.display_name, "temporary destinations")
         destination = connection.temporaries.new(kind)
         await connection.in_worker(
-            connection.adapter.create_temporary, connection.blocking_wire(), destination
+            connection.adapter.create_temporary, await connection.blocking_wire_for_use(), destination
         )
         return destination
 

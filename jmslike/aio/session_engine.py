@@ -82,6 +82,11 @@ _ACK_LATER = (
 )
 
 
+async def _nothing_to_acknowledge() -> None:
+    """``await message.acknowledge()`` outside CLIENT and INDIVIDUAL acknowledgement: nothing to do (JMS ignores
+    it there), but the call stays awaitable, so code written for any mode runs in every mode."""
+
+
 @dataclasses.dataclass
 class _Ending:
     """A transaction taken from its session by the commit or rollback that ends it: its STOMP id, what it
@@ -322,6 +327,10 @@ class SessionEngine:
                 message.bind_acknowledger(
                     lambda: self._run_to_end(self._acknowledge_one(pending, generation))
                 )
+        if (
+            message.acknowledger is None
+        ):  # ignored in the other modes (JMS), but awaitable as docs/aio.md has it
+            message.bind_acknowledger(_nothing_to_acknowledge)
         return message
 
     def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:

@@ -17,7 +17,7 @@ import pytest
 from aio_support import open_connection
 from expectations import expected
 
-from jmslike import DeliveryMode
+from jmslike import ConnectionMetaData, DeliveryMode
 from jmslike.aio import ConnectionFactory, Session
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -803,3 +803,72 @@ def test_a_rolled_back_asynchronous_send_does_not_hold_back_later_completions(br
             assert outcomes[1][0] == "completed", outcomes
 
     run(body)
+
+
+def test_the_connection_answers_as_the_threaded_api_does_metadata_listener_then_client_id(
+    broker: Any, url: str
+) -> None:
+    """getMetaData is the threaded API's ConnectionMetaData (not a mapping), and setting an ExceptionListener
+    leaves the client ID settable, as in the threaded API and Qpid JMS."""
+
+    async def body() -> None:
+        connection = await open_connection(broker, url, start=False)
+        try:
+            connection.setExceptionListener(lambda error: None)
+            await connection.setClientID(name("id"))  # still allowed after setExceptionListener
+            meta = connection.getMetaData()
+            assert isinstance(meta, ConnectionMetaData)
+            assert meta.getJMSVersion() == "2.0" and meta.getJMSProviderName() == "jmslike"
+        finally:
+            await connection.close()
+        with pytest.raises(IllegalStateException):
+            connection.getMetaData()
+
+    run(body)
+
+
+@pytest.mark.parametrize(
+    "mode", [Session.AUTO_ACKNOWLEDGE, Session.DUPS_OK_ACKNOWLEDGE, Session.SESSION_TRANSACTED]
+)
+def test_awaiting_acknowledge_outside_client_modes_is_ignored_as_jms_says(
+    broker: Any, url: str, mode: int
+) -> None:
+    """docs/aio.md writes ``await message.acknowledge()`` whatever the mode: outside CLIENT and INDIVIDUAL it does
+    nothing, and code written for every mode runs in every mode."""
+    queue_name = name("q")
+
+    async def body() -> None:
+        async with await open_connection(broker, url) as connection:
+            session = await connection.createSession(mode)
+            queue = session.createQueue(queue_name)
+            await session.createProducer(queue).send(session.createTextMessage("one"))
+            if mode == Session.SESSION_TRANSACTED:
+                await session.commit()
+            consumer = await session.createConsumer(queue)
+            message = await consumer.receive(RECEIVE_MS)
+            assert text(message) == "one"
+            assert message is not None
+            await message.acknowledge()  # raised TypeError before: nothing to await
+            if mode == Session.SESSION_TRANSACTED:
+                await session.rollback()  # acknowledge() did not commit the receive: it comes back
+                again = await consumer.receive(RECEIVE_MS)
+                assert text(again) == "one" and again is not None and again.getJMSRedelivered()
+                await session.commit()
+
+    run(body)
+
+
+def test_a_receive_on_a_connection_not_started_says_why_it_waits_once(
+    broker: Any, url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def body() -> None:
+        async with await open_connection(broker, url, start=False) as connection:
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            consumer = await session.createConsumer(session.createQueue(name("q")))
+            assert await consumer.receive(100) is None
+            assert await consumer.receive(100) is None
+
+    with caplog.at_level("WARNING", logger="jmslike.connection"):
+        run(body)
+    hints = [r.getMessage() for r in caplog.records if "not started" in r.getMessage()]
+    assert len(hints) == 1 and "connection.start()" in hints[0]

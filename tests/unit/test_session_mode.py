@@ -77,3 +77,17 @@ def test_check_session_mode_and_names() -> None:
         check_session_mode("1")
     assert mode_name(Session.CLIENT_ACKNOWLEDGE) == "CLIENT_ACKNOWLEDGE"
     assert mode_name(42) == "42"
+
+
+def test_create_context_raises_the_runtime_form_in_both_apis() -> None:
+    """JMS 2.0's ConnectionFactory.createContext throws JMSRuntimeException, as every simplified-API call does;
+    a bad mode is refused before any connection is tried (the port here is never dialled)."""
+    import asyncio
+
+    from jmslike import ConnectionFactory, JMSRuntimeException, aio
+
+    with pytest.raises(JMSRuntimeException, match="AUTO_ACKNOWLEDGE") as threaded:
+        ConnectionFactory("activemq://127.0.0.1:1").createContext(99)
+    assert isinstance(threaded.value.__cause__, JMSException)
+    with pytest.raises(JMSRuntimeException, match="AUTO_ACKNOWLEDGE"):
+        asyncio.run(aio.ConnectionFactory("activemq://127.0.0.1:1").createContext(99))
