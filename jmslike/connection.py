@@ -33,6 +33,9 @@ from jmslike.contract import Adapter, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
+from jmslike.error_reports import (
+    MAX_QUEUED_EVENTS as MAX_QUEUED_EVENTS,
+)  # its documented home until 2026-11-28
 from jmslike.error_reports import ReportBacklog
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -450,8 +453,11 @@ class Connection(ConnectionDomainMethods):
             log.warning("asynchronous JMS error with no ExceptionListener set: %s", error)
             return
         with self._lock:
-            if not self._reports.admit(error):
-                return
+            admitted = self._reports.admit(error)
+            dropped = self._reports.dropped
+        if not admitted:
+            self._reports.log_dropped(dropped, error)
+            return
         self._run_event(lambda: listener(error))
 
     def _run_event(self, task: Callable[[], None]) -> None:

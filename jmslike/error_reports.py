@@ -37,19 +37,23 @@ class ReportBacklog:
         return self._dropped
 
     def admit(self, error: JMSException) -> bool:
-        """Whether ``error`` may be queued for the listener (then :meth:`done` must follow once it ran)."""
+        """Whether ``error`` may be queued for the listener (then :meth:`done` must follow once it ran). A report
+        refused is counted; :meth:`log_dropped` says so, outside the caller's lock."""
         if self._queued >= MAX_QUEUED_EVENTS and not isinstance(error, ConnectionLostException):
             self._dropped += 1
-            if self._dropped == 1 or self._dropped % 1000 == 0:
-                log.warning(
-                    "ExceptionListener is %d reports behind; %d asynchronous error(s) not delivered, latest: %s",
-                    MAX_QUEUED_EVENTS,
-                    self._dropped,
-                    error,
-                )
             return False
         self._queued += 1
         return True
+
+    def log_dropped(self, dropped: int, error: JMSException) -> None:
+        """Log the ``dropped``-th refused report (the first, then every thousandth)."""
+        if dropped == 1 or dropped % 1000 == 0:
+            log.warning(
+                "ExceptionListener is %d reports behind; %d asynchronous error(s) not delivered, latest: %s",
+                MAX_QUEUED_EVENTS,
+                dropped,
+                error,
+            )
 
     def done(self) -> None:
         """A report admitted earlier has run (or will never run)."""

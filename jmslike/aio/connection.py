@@ -456,11 +456,16 @@ class Connection:
             log.warning("asynchronous JMS error and no ExceptionListener: %s", error)
             return
         if not self._report_backlog.admit(error):
+            self._report_backlog.log_dropped(self._report_backlog.dropped, error)
             return
         # Reported from a listener, it does not act for that listener (it may close: listener_scope).
-        task = self._loop.create_task(
-            _call_listener(listener, error), context=listener_scope.detached_context()
-        )
+        try:
+            task = self._loop.create_task(
+                _call_listener(listener, error), context=listener_scope.detached_context()
+            )
+        except BaseException:  # the loop is closed: nothing will run it
+            self._report_backlog.done()
+            raise
         self._reports.add(task)
         task.add_done_callback(self._report_ran)
 

@@ -45,6 +45,12 @@ T = TypeVar("T")
 MessageListener = Callable[[Message], "Awaitable[None] | None"]
 
 
+async def nothing_to_acknowledge() -> None:
+    """``await message.acknowledge()`` where there is nothing to acknowledge -- outside CLIENT and INDIVIDUAL
+    acknowledgement (JMS ignores it there), or on a browsed message -- stays awaitable, so code written for any
+    mode runs in every mode."""
+
+
 class MessageConsumer(ConsumerBase):
     """``javax.jms.MessageConsumer`` on the event loop: ``await session.createConsumer(destination)``."""
 
@@ -213,11 +219,10 @@ class QueueBrowser(BrowserBase):
         connection = self._session.connection
         spec = browse_spec(connection.next_sub_id(), self._queue, self._selector, connection.config.prefetch)
         sink = _BrowseSink(spec, connection.buffer)
+        wire = await connection.blocking_wire_for_use()  # first, as a session's _attach_companion says why
         connection.register_consumer(sink)  # type: ignore[arg-type]
         try:
-            await connection.in_worker(
-                connection.adapter.subscribe, await connection.blocking_wire_for_use(), spec
-            )
+            await connection.in_worker(connection.adapter.subscribe, wire, spec)
         except BaseException:
             connection.unregister_consumer(sink)  # type: ignore[arg-type]
             raise
@@ -235,6 +240,9 @@ class QueueBrowser(BrowserBase):
             while (item := await sink.next(timeout_ms / 1000)) is not None:
                 message = browsed_message(item, connection.adapter, connection.serializers)
                 if message is not None:
+                    message.bind_acknowledger(
+                        nothing_to_acknowledge
+                    )  # a look, not a delivery: nothing to ack
                     yield message
         finally:
             connection.unregister_consumer(sink)  # type: ignore[arg-type]

@@ -205,11 +205,12 @@ class Session(SessionEngine, SessionModes, MessageFactoryMethods):
         assert plan.inactive is not None
         spec = companion_spec(plan, connection.next_sub_id(), connection.config.prefetch)
         companion = CompanionConsumer(self, spec, plan.application_selector, owner, plan.inactive)
+        # The wire first: registered while a reconnect is under way, the companion would be subscribed by the
+        # reconnect and again here. From registering to the SUBSCRIBE nothing awaits (as _attach).
+        wire = await connection.blocking_wire_for_use()
         connection.register_consumer(companion)
         try:
-            await connection.in_worker(
-                connection.adapter.subscribe, await connection.blocking_wire_for_use(), spec
-            )
+            await connection.in_worker(connection.adapter.subscribe, wire, spec)
         except BaseException:
             connection.unregister_consumer(companion)
             raise
@@ -265,6 +266,7 @@ class Session(SessionEngine, SessionModes, MessageFactoryMethods):
         name = check_subscription_name(name)
         connection = self._connection
         wire = await connection.blocking_wire_for_use()  # first: what is open is judged after a reconnect
+        self.check_open()
         consumers = connection.consumers()
         holds_unacked = any(session.holds_unacked(name) for session in connection.sessions())
         await connection.in_worker(

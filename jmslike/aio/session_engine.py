@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.aio import listener_scope
-from jmslike.aio.consumer import MessageConsumer
+from jmslike.aio.consumer import MessageConsumer, nothing_to_acknowledge
 from jmslike.aio.producer import MessageProducer
 from jmslike.aio.sending import Sender, completion
 from jmslike.catalogue import optional_registry
@@ -80,11 +80,6 @@ _ACK_LATER = (
     AcknowledgeMode.SESSION_TRANSACTED,
     AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
 )
-
-
-async def _nothing_to_acknowledge() -> None:
-    """``await message.acknowledge()`` outside CLIENT and INDIVIDUAL acknowledgement: nothing to do (JMS ignores
-    it there), but the call stays awaitable, so code written for any mode runs in every mode."""
 
 
 @dataclasses.dataclass
@@ -327,10 +322,9 @@ class SessionEngine:
                 message.bind_acknowledger(
                     lambda: self._run_to_end(self._acknowledge_one(pending, generation))
                 )
-        if (
-            message.acknowledger is None
-        ):  # ignored in the other modes (JMS), but awaitable as docs/aio.md has it
-            message.bind_acknowledger(_nothing_to_acknowledge)
+        if message.acknowledger is None:
+            # Ignored in the other modes (JMS), yet awaitable, as docs/aio.md writes it for every mode.
+            message.bind_acknowledger(nothing_to_acknowledge)
         return message
 
     def _drop(self, consumer: MessageConsumer, pending: Pending) -> None:

