@@ -62,7 +62,10 @@ class ReceiptPeer:
         reads = 0
         with conn:
             while True:
-                chunk = conn.recv(65536)
+                try:
+                    chunk = conn.recv(65536)
+                except ConnectionResetError:  # a client process that exits without closing resets: the end
+                    return
                 if not chunk:
                     return
                 reads += 1
