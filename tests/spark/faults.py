@@ -26,6 +26,7 @@ import pytest
 from conftest import Driver, Pipeline, broker_url, publish, wait_until
 
 from jmslike.conformance.suite.probe import ProbeUnavailable, probe_for
+from jmslike.conformance.suite.restarts import restart
 
 
 @functools.cache
@@ -49,8 +50,8 @@ def kill_durability(broker: Any) -> contextlib.AbstractContextManager[None]:
 
 def kill_broker(broker: Any) -> None:
     """SIGKILL and restart the broker. RabbitMQ 3.10 can drop a queue declared just before a SIGKILL
-    (docs/conformance.md): the integration tests' restart makes one more declaration first, as there."""
-    integration_module("restarts").restart(broker, "kill")
+    (docs/conformance.md): the suite's restart makes one more declaration first, as everywhere."""
+    restart(broker, "kill")
 
 
 def source_options(broker: Any, topic: str, client_id: str, name: str, **extra: str) -> dict[str, str]:
