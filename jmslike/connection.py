@@ -33,9 +33,9 @@ from jmslike.contract import Adapter, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
 from jmslike.destinations import Destination, TemporaryQueue, TemporaryTopic
 from jmslike.domain_methods import ConnectionDomainMethods
-from jmslike.error_reports import (
-    MAX_QUEUED_EVENTS as MAX_QUEUED_EVENTS,
-)  # its documented home until 2026-11-28
+
+# MAX_QUEUED_EVENTS was defined here until 2026-11-28: still importable from here.
+from jmslike.error_reports import MAX_QUEUED_EVENTS as MAX_QUEUED_EVENTS
 from jmslike.error_reports import ReportBacklog
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -60,8 +60,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ExceptionListener = Callable[[JMSException], None]
-
-# Names of temporary destinations jmslike creates; the broker's names for them differ.
 
 
 def warn_not_started(call: str, connection_id: str) -> None:

@@ -240,9 +240,8 @@ class QueueBrowser(BrowserBase):
             while (item := await sink.next(timeout_ms / 1000)) is not None:
                 message = browsed_message(item, connection.adapter, connection.serializers)
                 if message is not None:
-                    message.bind_acknowledger(
-                        nothing_to_acknowledge
-                    )  # a look, not a delivery: nothing to ack
+                    # A look, not a delivery: nothing to acknowledge.
+                    message.bind_acknowledger(nothing_to_acknowledge)
                     yield message
         finally:
             connection.unregister_consumer(sink)  # type: ignore[arg-type]
