@@ -254,7 +254,9 @@ class Connection(ConnectionDomainMethods):
     # -- JMS API --------------------------------------------------------------------------------------
 
     def getClientID(self) -> str | None:
-        """The client ID, or None when none was set."""
+        """The client ID, or None when none was set; IllegalStateException once closed (JMS: a closed
+        connection is not to be used; Qpid JMS checks here too)."""
+        self.check_open()
         return self._client_id
 
     def setClientID(self, clientID: str) -> None:
@@ -332,7 +334,8 @@ class Connection(ConnectionDomainMethods):
         self._exception_listener = listener
 
     def getExceptionListener(self) -> ExceptionListener | None:
-        """The listener of asynchronous errors, or None."""
+        """The listener of asynchronous errors, or None; IllegalStateException once closed."""
+        self.check_open()
         return self._exception_listener
 
     def getMetaData(self) -> ConnectionMetaData:

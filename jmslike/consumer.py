@@ -130,6 +130,7 @@ class ConsumerBase:
     def getInactiveSelector(self) -> str | None:
         """MQ extra, durable subscriptions: the selector of what is kept while no subscriber is attached
         (None = everything)."""
+        self.check_open()
         return self.definition.inactive_selector if self.definition is not None else None
 
     def getDestination(self) -> Destination:
@@ -217,6 +218,13 @@ class MessageConsumer(ConsumerBase):
             self._session.ensure_dispatcher()
 
     def getMessageListener(self) -> MessageListener | None:
+        """The listener set, or None; IllegalStateException once closed (the session's dispatch reads
+        :attr:`listener`, which answers closed or not)."""
+        self.check_open()
+        return self._listener
+
+    @property
+    def listener(self) -> MessageListener | None:
         return self._listener
 
     def requestUpdate(self, correlationID: str | None = None) -> int:

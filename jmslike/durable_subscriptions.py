@@ -76,11 +76,13 @@ class TopicSubscriber(MessageConsumer):
         return super().accepts(incoming)
 
     def getTopic(self) -> Topic:
+        self.check_open()
         destination = self.spec.destination
         assert isinstance(destination, Topic)
         return destination
 
     def getNoLocal(self) -> bool:
+        self.check_open()
         return self.spec.no_local
 
     @property

@@ -99,6 +99,7 @@ class ProducerSettings:
 
     def getDisableMessageID(self) -> bool:
         """The DisableMessageID of the messages this producer sends."""
+        self.check_open()
         return self._disable_id
 
     def setDisableMessageTimestamp(self, value: bool) -> None:
@@ -108,6 +109,7 @@ class ProducerSettings:
 
     def getDisableMessageTimestamp(self) -> bool:
         """The DisableMessageTimestamp of the messages this producer sends."""
+        self.check_open()
         return self._disable_timestamp
 
     def getDestination(self) -> Destination | None:

@@ -592,13 +592,11 @@ class SessionEngine:
                 self._in_callback = True
                 return self._tasks.popleft()
             if self._connection.started and self._connection.failure is None and not self._stopping:
-                listening = [c for c in self._consumers if c.getMessageListener() is not None and c.inbox]
+                listening = [c for c in self._consumers if c.listener is not None and c.inbox]
                 if listening:
                     self._rr = (self._rr + 1) % len(listening)
                     consumer = listening[self._rr]
-                    listener = (
-                        consumer.getMessageListener()
-                    )  # read once: setMessageListener does not take _cond
+                    listener = consumer.listener  # read once: setMessageListener does not take _cond
                     if listener is None:
                         continue
                     pending = consumer.inbox.take()

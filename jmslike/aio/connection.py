@@ -321,7 +321,8 @@ class Connection:
     # -- JMS API --------------------------------------------------------------------------------------------
 
     def getClientID(self) -> str | None:
-        """The client ID, or None when none was set."""
+        """The client ID, or None when none was set; IllegalStateException once closed, as in the threaded API."""
+        self.check_open()
         return self._client_id
 
     async def setClientID(self, clientID: str) -> None:
@@ -350,6 +351,8 @@ class Connection:
         self._exception_listener = listener
 
     def getExceptionListener(self) -> ExceptionListener | None:
+        """The listener of asynchronous errors, or None; IllegalStateException once closed."""
+        self.check_open()
         return self._exception_listener
 
     async def createSession(self, *args: Any, **kwargs: Any) -> Session:

@@ -111,6 +111,8 @@ class MessageConsumer(ConsumerBase):
             self._session.ensure_dispatcher()
 
     def getMessageListener(self) -> MessageListener | None:
+        """The listener set, or None; IllegalStateException once closed, as in the threaded API."""
+        self.check_open()
         return self._listener
 
     async def requestUpdate(self, correlationID: str | None = None) -> int:

@@ -873,3 +873,31 @@ def test_a_receive_on_a_connection_not_started_says_why_it_waits_once(
         run(body)
     hints = [r.getMessage() for r in caplog.records if "not started" in r.getMessage()]
     assert len(hints) == 1 and "connection.start()" in hints[0]
+
+
+def test_getters_of_closed_objects_raise_illegal_state(broker: Any, url: str) -> None:
+    """As in the threaded API (tests/integration/test_bad_input.py): a closed object's getters raise."""
+
+    async def body() -> None:
+        connection = await open_connection(broker, url)
+        session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+        queue = session.createQueue(name("q"))
+        producer = session.createProducer(queue)
+        consumer = await session.createConsumer(queue)
+        consumer.setMessageListener(lambda message: None)
+        await producer.close()
+        await consumer.close()
+        getters: list[Callable[[], object]] = [
+            producer.getDisableMessageID,
+            producer.getDisableMessageTimestamp,
+            producer.getDestination,
+            consumer.getMessageListener,
+            consumer.getMessageSelector,
+        ]
+        await connection.close()
+        getters += [connection.getClientID, connection.getExceptionListener, connection.getMetaData]
+        for getter in getters:
+            with pytest.raises(IllegalStateException):
+                getter()
+
+    run(body)

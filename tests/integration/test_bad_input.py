@@ -161,6 +161,38 @@ def test_closed_objects_raise_illegal_state(connect: Callable[..., Connection], 
         connection.start()
 
 
+def test_getters_of_closed_objects_raise_illegal_state(
+    connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """JMS: a closed object is not to be used, its getters included (Qpid JMS checks in each); they answered
+    with stale values before."""
+    connection = connect(client_id=f"getters-{unique_name}")
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    topic = session.createTopic(unique_name)
+    producer = session.createProducer(topic)
+    consumer = session.createConsumer(topic)
+    consumer.setMessageListener(lambda message: None)
+    subscriber = session.createDurableSubscriber(topic, "getters")
+    assert subscriber.getTopic() == topic and subscriber.getNoLocal() is False  # open: they answer
+    for closed in (producer, consumer, subscriber):
+        closed.close()
+    session.unsubscribe("getters")
+    getters: list[Callable[[], object]] = [
+        producer.getDisableMessageID,
+        producer.getDisableMessageTimestamp,
+        producer.getDestination,
+        consumer.getMessageListener,
+        consumer.getMessageSelector,
+        subscriber.getTopic,
+        subscriber.getNoLocal,
+    ]
+    connection.close()
+    getters += [connection.getClientID, connection.getExceptionListener, connection.getMetaData]
+    for getter in getters:
+        with pytest.raises(IllegalStateException):
+            getter()
+
+
 def test_receive_raises_once_the_connection_is_lost(broker: Any, connect: Callable[..., Connection]) -> None:
     connection = connect(url_options="heartbeat_ms=1000")
     session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
