@@ -477,7 +477,7 @@ class Connection(ConnectionDomainMethods):
                 return
             try:
                 task()
-            except Exception:
+            except BaseException:  # sys.exit() too: escaping, it ended this thread and every later report
                 log.exception("ExceptionListener raised")
             finally:
                 with self._lock:

@@ -608,7 +608,11 @@ class SessionEngine:
 
     def _dispatch_loop(self) -> None:
         """One thread per session runs its listeners and completion callbacks, one at a time. Two passes
-        under ``_cond`` per delivery (take it, then settle it): each is paid on every message."""
+        under ``_cond`` per delivery (take it, then settle it): each is paid on every message.
+
+        A callback's BaseException (``sys.exit()`` in a listener) is reported like any other failure: outside
+        the main thread it ends no process, and escaping here it ended the session's thread, leaving every later
+        delivery and completion of the session waiting for good."""
         while True:
             with self._cond:
                 work = self._next_work()
@@ -619,7 +623,7 @@ class SessionEngine:
                     work()
                 else:
                     self._deliver_to_listener(*work)
-            except Exception as exc:
+            except BaseException as exc:
                 self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
             finally:
                 with self._cond:
@@ -654,7 +658,7 @@ class SessionEngine:
         auto = self._ack_mode in (AcknowledgeMode.AUTO_ACKNOWLEDGE, AcknowledgeMode.DUPS_OK_ACKNOWLEDGE)
         try:
             listener(message)
-        except Exception as exc:
+        except BaseException as exc:  # sys.exit() too: see _dispatch_loop
             self._connection.report(
                 as_jms_exception(exc, f"message listener raised on {message.getJMSMessageID()}")
             )
@@ -744,7 +748,7 @@ class SessionEngine:
                     self._cond.release()
                     try:
                         task()
-                    except Exception as exc:
+                    except BaseException as exc:  # as in _dispatch_loop
                         self._connection.report(
                             exc if isinstance(exc, JMSException) else as_jms_exception(exc)
                         )

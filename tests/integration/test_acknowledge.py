@@ -191,6 +191,47 @@ def test_listener_exception_redelivers_in_auto_mode(connection: Connection, uniq
     assert drain(connection, unique_name) == []
 
 
+def test_sys_exit_in_a_listener_or_exception_listener_ends_neither_thread(
+    connection: Connection, unique_name: str
+) -> None:
+    """``sys.exit()`` in a callback thread ends no process; escaping jmslike's threads, it ended the session's
+    (no later delivery) or the connection's report thread (no later report). Each is now a failure like any
+    other: the message comes again (AUTO), and the ExceptionListener hears of it and of what follows."""
+    import threading
+
+    send_texts(connection, unique_name, ["first", "second"])
+    reports: list[BaseException | None] = []
+    reported_twice = threading.Event()
+
+    def on_exception(error: Exception) -> None:
+        reports.append(error.__cause__)
+        if len(reports) == 1:
+            raise SystemExit(1)
+        reported_twice.set()
+
+    connection.setExceptionListener(on_exception)
+    seen: list[tuple[str, bool]] = []
+    done = threading.Event()
+
+    def listener(message: Message) -> None:
+        seen.append((text_of(message), message.getJMSRedelivered()))
+        if len(seen) == 1:
+            raise SystemExit(2)
+        if len(seen) == 3:
+            raise RuntimeError("fails once")
+        if len(seen) == 4:
+            done.set()
+
+    session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    session.createConsumer(session.createQueue(unique_name)).setMessageListener(listener)
+    assert done.wait(10), f"deliveries stopped after {seen}"
+    assert seen == [("first", False), ("first", True), ("second", False), ("second", True)]
+    assert reported_twice.wait(10), f"reports stopped after {reports}"
+    assert [type(cause) for cause in reports] == [SystemExit, RuntimeError]
+    session.close()
+    assert drain(connection, unique_name) == []
+
+
 def test_acknowledge_after_session_close_is_illegal(connection: Connection, unique_name: str) -> None:
     send_texts(connection, unique_name, ["x"])
     session = connection.createSession(False, Session.CLIENT_ACKNOWLEDGE)
