@@ -218,13 +218,14 @@ class MessageConsumer(ConsumerBase):
             self._session.ensure_dispatcher()
 
     def getMessageListener(self) -> MessageListener | None:
-        """The listener set, or None; IllegalStateException once closed (the session's dispatch reads
-        :attr:`listener`, which answers closed or not)."""
+        """The listener set, or None; IllegalStateException once closed."""
         self.check_open()
         return self._listener
 
     @property
     def listener(self) -> MessageListener | None:
+        """The listener set, closed or not: what the session's dispatch reads (getMessageListener is the
+        application's, and raises once closed)."""
         return self._listener
 
     def requestUpdate(self, correlationID: str | None = None) -> int:

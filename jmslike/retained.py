@@ -494,11 +494,14 @@ class OnRequestTopic:
     its subscription is bound to (:func:`park`)."""
 
     _requested: Topic
+    check_open: Callable[[], None]  # the consumer's (this class comes first in its bases)
 
     def getDestination(self) -> Destination:
         return self._requested
 
     def getTopic(self) -> Topic:
+        """The topic asked for; IllegalStateException once closed, as a TopicSubscriber's getTopic."""
+        self.check_open()
         return self._requested
 
     @property

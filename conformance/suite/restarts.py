@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import logging
 import time
+import urllib.error
 import uuid
 
-from jmslike.adapters.rabbitmq_management import RabbitMQManagement
+from jmslike.adapters.rabbitmq_management import ManagementUnavailable, RabbitMQManagement
 from jmslike.conformance.brokers import BrokerHandle, RestartMode
 
 log = logging.getLogger(__name__)
 
-#: How long the barrier's deletion is retried after the restart (the management API's queues recover a little
-#: after the STOMP port answers).
+#: How long the barrier's deletion is retried after the restart, while the management API does not answer yet.
 BARRIER_DELETE_S = 15.0
+#: The management client's timeout per call for the barrier: a call that starts may still end within the budget.
+BARRIER_CALL_TIMEOUT_S = 5.0
 
 FLUSH_NOTE = (
     "before each SIGKILL of RabbitMQ one durable queue declaration is completed through the management API, so "
@@ -43,7 +45,9 @@ def restart(broker: BrokerHandle, mode: RestartMode) -> None:
         broker.restart(mode)
         return
     assert broker.management_url is not None
-    management = RabbitMQManagement(broker.management_url, broker.user, broker.password)
+    management = RabbitMQManagement(
+        broker.management_url, broker.user, broker.password, timeout_s=BARRIER_CALL_TIMEOUT_S
+    )
     barrier = f"jmslike-barrier-{uuid.uuid4().hex[:8]}"
     try:
         management.declare_queue("/", barrier, {})
@@ -51,21 +55,31 @@ def restart(broker: BrokerHandle, mode: RestartMode) -> None:
         log.warning(
             "%s: no flushing declaration before the SIGKILL (%s); killing without it", broker.kind, exc
         )
+        broker.restart(mode)
+        return
     broker.restart(mode)
     _delete_barrier(management, broker.kind, barrier)
 
 
 def _delete_barrier(management: RabbitMQManagement, kind: str, barrier: str) -> None:
-    """Delete the barrier queue (gone with the kill already: nothing to do, the API answers 404). Right after
-    a restart the management API may answer before the queue is recovered (HTTP 5xx), so it is asked again
-    for a while; a barrier still left is logged, not raised (it holds no message, and the test goes on)."""
+    """Delete the barrier queue (gone with the kill already: nothing to do, the API answers 404). A management
+    API not answering yet, or answering HTTP 5xx, is asked again for a while; any other refusal, or one that
+    lasts, is logged, not raised: the barrier holds no message, and the test goes on."""
     deadline = time.monotonic() + BARRIER_DELETE_S
     while True:
         try:
             management.delete_queue("/", barrier)
             return
         except Exception as exc:
-            if time.monotonic() >= deadline:
+            if not _transient(exc) or time.monotonic() + BARRIER_CALL_TIMEOUT_S > deadline:
                 log.warning("%s: the barrier queue %s is left over (%s)", kind, barrier, exc)
                 return
         time.sleep(0.2)
+
+
+def _transient(exc: Exception) -> bool:
+    """A management API failure worth asking again: unreachable, or a server error (HTTP 5xx)."""
+    cause = exc.__cause__
+    return isinstance(exc, ManagementUnavailable) or (
+        isinstance(cause, urllib.error.HTTPError) and cause.code >= 500
+    )

@@ -901,3 +901,54 @@ def test_getters_of_closed_objects_raise_illegal_state(broker: Any, url: str) ->
                 getter()
 
     run(body)
+
+
+def test_broker_calls_made_while_a_reconnect_is_under_way_wait_for_it(
+    broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """A temporary queue, an unsubscribe and a browse (where the broker has one) asked for while the connection
+    is cut wait for the reconnect (bounded by the receipt timeout) and then act on the new connection, as a send
+    does; before, they took the lost wire and failed."""
+    queue_name, topic_name, client_id = name("q"), name("t"), name("c")
+
+    async def body() -> None:
+        factory = ConnectionFactory(proxy_url(**RECONNECT), clientID=client_id)
+        async with await factory.createConnection(broker.user, broker.password) as through_proxy:
+            await through_proxy.start()
+            session = await through_proxy.createSession(Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(queue_name)
+            await session.createProducer(queue).send(session.createTextMessage("kept"))
+            subscriber = await session.createDurableSubscriber(session.createTopic(topic_name), "gone")
+            await subscriber.close()
+            proxy.partition()  # the connection is cut; reconnect attempts fail until resume
+            deadline = asyncio.get_running_loop().time() + DEADLINE_S / 3
+            while through_proxy.ready.is_set():  # until the client has noticed the loss (bounded)
+                assert asyncio.get_running_loop().time() < deadline, "the loss went unnoticed"
+                await asyncio.sleep(0.01)
+
+            async def browse() -> list[str | None]:
+                browser = session.createBrowser(queue)
+                try:
+                    return [text(message) async for message in browser]
+                finally:
+                    await browser.close()
+
+            calls: list[asyncio.Future[Any]] = [
+                asyncio.ensure_future(session.createTemporaryQueue()),
+                asyncio.ensure_future(session.unsubscribe("gone")),
+            ]
+            if through_proxy.adapter.capabilities.browsing:
+                calls.append(asyncio.ensure_future(browse()))
+            await asyncio.sleep(0)  # each call runs up to its wait for the wire
+            assert not any(call.done() for call in calls), [call for call in calls if call.done()]
+            proxy.resume()
+            temporary, _, *browsed = await asyncio.gather(*calls)
+            assert browsed in ([], [["kept"]])
+            consumer = await session.createConsumer(temporary)
+            await session.createProducer(temporary).send(session.createTextMessage("on the new connection"))
+            assert text(await consumer.receive(RECEIVE_MS)) == "on the new connection"
+            with pytest.raises(InvalidDestinationException):  # the subscription is gone
+                await session.unsubscribe("gone")
+            assert text(await (await session.createConsumer(queue)).receive(RECEIVE_MS)) == "kept"
+
+    run(body)

@@ -173,6 +173,8 @@ def test_an_on_request_durable_subscription_gets_no_live_traffic_and_resumes_on_
             await live.createProducer(live.createTopic(topic)).send(live.createTextMessage("live"))
             assert await updates(subscriber) == ["kept"], "the live publication never reached it"
             await subscriber.close()
+            with pytest.raises(IllegalStateException):
+                subscriber.getTopic()  # type: ignore[attr-defined]
             resumed = await session.resumeDurableSubscriber("on-request")
             assert resumed.onRequestOnly, "the record keeps on-request-only"  # type: ignore[attr-defined]
             assert await texts_of(resumed, QUIET_MS) == [], "nothing built up while away"

@@ -154,6 +154,9 @@ def test_retained_message_is_the_publication(connect: Callable[..., Connection],
     tagged = subscriber.receive(RECEIVE_MS)
     assert tagged is not None and tagged.getJMSCorrelationID() == "update-7"
     assert tagged.getObjectProperty("league") == 3
+    subscriber.close()
+    with pytest.raises(IllegalStateException):
+        subscriber.getTopic()  # the topic asked for, but closed objects' getters raise
 
 
 def test_wildcard_request_update(connect: Callable[..., Connection], unique_name: str) -> None:
