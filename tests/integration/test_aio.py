@@ -939,8 +939,10 @@ def test_broker_calls_made_while_a_reconnect_is_under_way_wait_for_it(
             ]
             if through_proxy.adapter.capabilities.browsing:
                 calls.append(asyncio.ensure_future(browse()))
-            await asyncio.sleep(0)  # each call runs up to its wait for the wire
-            assert not any(call.done() for call in calls), [call for call in calls if call.done()]
+            done, _ = await asyncio.wait(
+                calls, timeout=0.5
+            )  # a call that took the lost wire fails in this time
+            assert not done, done
             proxy.resume()
             temporary, _, *browsed = await asyncio.gather(*calls)
             assert browsed in ([], [["kept"]])

@@ -57,3 +57,19 @@ def test_a_barrier_still_left_is_logged_not_raised(
         restarts._delete_barrier(management, "rabbitmq", "jmslike-barrier-3")
     assert management.calls == 1 and management.deleted == []
     assert ["jmslike-barrier-3 is left over" in r.getMessage() for r in caplog.records] == [True]
+
+
+def test_a_server_error_is_asked_again() -> None:
+    import urllib.error
+
+    refused = JMSException("RabbitMQ management API DELETE /api/queues/%2F/x failed: HTTP 503")
+    refused.__cause__ = urllib.error.HTTPError("http://127.0.0.1/api", 503, "Service Unavailable", {}, None)  # type: ignore[arg-type]
+    management: Any = _Management(refused)
+    restarts._delete_barrier(management, "rabbitmq", "jmslike-barrier-4")
+    assert management.calls == 2 and management.deleted == ["jmslike-barrier-4"]
+
+
+def test_after_a_failed_declaration_the_barrier_is_asked_for_once() -> None:
+    management: Any = _Management(_unreachable(), _unreachable())
+    restarts._delete_barrier(management, "rabbitmq", "jmslike-barrier-5", patient=False)
+    assert management.calls == 1 and management.deleted == []
