@@ -57,9 +57,8 @@ def restart(broker: BrokerHandle, mode: RestartMode) -> None:
             "%s: no flushing declaration before the SIGKILL (%s); killing without it", broker.kind, exc
         )
         broker.restart(mode)
-        if isinstance(
-            exc, ManagementUnavailable
-        ):  # timed out: the broker may have made the queue all the same
+        # Unreachable may mean timed out, and the broker may have made the queue all the same.
+        if isinstance(exc, ManagementUnavailable):
             _delete_barrier(management, broker.kind, barrier, patient=False)
         return
     broker.restart(mode)
