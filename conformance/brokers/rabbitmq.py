@@ -31,6 +31,7 @@ import json
 import logging
 import os
 import pwd
+import re
 import secrets
 import shutil
 import subprocess
@@ -185,6 +186,54 @@ def render_enabled_plugins(config: RabbitMQConfig) -> str:
     return "[" + ",".join(enabled_plugins(config)) + "].\n"
 
 
+_APP_KEYS: Final = ("applications", "included_applications", "optional_applications")
+
+
+def plugin_closure(plugins_dir: Path, enabled: Sequence[str]) -> list[Path] | None:
+    """The directories under ``plugins_dir`` that ``enabled`` plugins need: ``rabbit`` and its prelaunch, the
+    plugins, and what each ``ebin/APP.app`` lists as applications, transitively; None when that cannot be read
+    (archives, a plugin missing), and the caller keeps RabbitMQ's whole plugins directory.
+
+    Why: RabbitMQ 3.10 puts every directory of its plugins directory on the Erlang code path and loads the
+    modules of what it starts; Debian's package has 70, of which STOMP with management needs 27. Pointing
+    ``RABBITMQ_PLUGINS_DIR`` at links to only those starts the same broker with the same plugins about a
+    quarter faster (10.8 against 14.2 s median here; docs/launchers.md)."""
+    apps: dict[str, Path] = {}
+    for entry in plugins_dir.iterdir():
+        if entry.suffix == ".ez":
+            return None  # a packed plugin: its .app cannot be read here, so the whole directory is used
+        name, _, version = entry.name.rpartition("-")
+        if entry.is_dir() and name and version[:1].isdigit():
+            apps[name] = entry
+    wanted: list[str] = ["rabbit", "rabbitmq_prelaunch", *enabled]
+    needed: dict[str, Path] = {}
+    while wanted:
+        app = wanted.pop()
+        if app in needed:
+            continue
+        directory = apps.get(app)
+        if directory is None:
+            if app in enabled or app.startswith("rabbit"):
+                return None  # something RabbitMQ itself needs is not here: let it say so, unchanged
+            continue  # an OTP application (kernel, ssl, ...): Erlang's own library, not a plugin
+        needed[app] = directory
+        try:
+            text = (directory / "ebin" / f"{app}.app").read_text()
+        except OSError:
+            return None
+        for key in _APP_KEYS:
+            listed = re.search(r"\{" + key + r",\s*\[([^\]]*)\]", text)
+            if listed:
+                wanted += [a.strip().strip("'") for a in listed.group(1).split(",") if a.strip()]
+    return sorted(needed.values())
+
+
+def find_plugins_dir(server_script: Path) -> Path | None:
+    """RabbitMQ's own plugins directory beside its ``sbin`` (Debian links ``/usr/lib/rabbitmq/bin`` there)."""
+    plugins = server_script.resolve().parent.parent / "plugins"
+    return plugins if plugins.is_dir() else None
+
+
 _DIST_ON_LOOPBACK: Final = "-kernel inet_dist_use_interface {" + LOOPBACK.replace(".", ",") + "}"
 
 
@@ -258,11 +307,14 @@ def _run_as() -> RunAs | None:
 
 
 def _chown_tree(root: Path, run_as: RunAs) -> None:
-    shutil.chown(root, run_as.user, run_as.group)
+    """Give ``root`` and what is in it to the broker's user; links are changed themselves, never what they
+    point to (the plugin links point into the system's RabbitMQ)."""
+    uid, gid = pwd.getpwnam(run_as.user).pw_uid, grp.getgrnam(run_as.group).gr_gid
+    os.chown(root, uid, gid)
     for dirpath, dirnames, filenames in os.walk(root):
         for name in dirnames + filenames:
             with contextlib.suppress(FileNotFoundError):
-                shutil.chown(os.path.join(dirpath, name), run_as.user, run_as.group)
+                os.chown(os.path.join(dirpath, name), uid, gid, follow_symlinks=False)
 
 
 class RabbitMQBroker(LocalBroker):
@@ -387,6 +439,7 @@ class RabbitMQBroker(LocalBroker):
             definitions = conf / "definitions.json"
             definitions.write_text(render_definitions(users))
             definitions.chmod(0o600)
+        self._link_plugins()
         cookie = self.base_dir / "home" / ".erlang.cookie"
         if not cookie.exists():
             cookie.write_text(secrets.token_hex(16).upper())
@@ -394,6 +447,20 @@ class RabbitMQBroker(LocalBroker):
         self.base_dir.chmod(0o750)
         if self._run_as is not None:
             _chown_tree(self.base_dir, self._run_as)
+
+    def _link_plugins(self) -> None:
+        """``plugins/`` in the private directory: links to the plugins this broker starts and what they need
+        (:func:`plugin_closure`), or nothing when they cannot be worked out (RabbitMQ's own directory is used)."""
+        linked = self.base_dir / "plugins"
+        shutil.rmtree(linked, ignore_errors=True)
+        source = find_plugins_dir(self._server)
+        needed = plugin_closure(source, enabled_plugins(self.config)) if source is not None else None
+        if needed is None:
+            logger.info("rabbitmq: starting with every plugin of %s on the code path (slower)", source)
+            return
+        linked.mkdir()
+        for directory in needed:
+            (linked / directory.name).symlink_to(directory)
 
     def _environment(self) -> dict[str, str]:
         env = {
@@ -410,6 +477,8 @@ class RabbitMQBroker(LocalBroker):
                 amqp_port=self.amqp_port,
             )
         )
+        if (self.base_dir / "plugins").is_dir():
+            env["RABBITMQ_PLUGINS_DIR"] = str(self.base_dir / "plugins")
         return env
 
     def _command(self) -> tuple[list[str], dict[str, str], RunAs | None]:

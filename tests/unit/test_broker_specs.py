@@ -44,6 +44,8 @@ from jmslike.conformance.brokers.install import ARTEMIS_MESSAGE, Facts, plan_ins
 from jmslike.conformance.brokers.rabbitmq import (
     RabbitMQBroker,
     RabbitMQConfig,
+    find_plugins_dir,
+    plugin_closure,
     rabbitmq_environment,
     render_enabled_plugins,
     render_rabbitmq_conf,
@@ -187,6 +189,50 @@ def test_rabbitmq_enabled_plugins() -> None:
         render_enabled_plugins(RabbitMQConfig(1, 2, management_port=3, plugins=("rabbitmq_shovel",)))
         == "[rabbitmq_stomp,rabbitmq_management,rabbitmq_shovel].\n"
     )
+
+
+def _plugin(root: Path, app: str, version: str, needs: str) -> Path:
+    directory = root / f"{app}-{version}"
+    (directory / "ebin").mkdir(parents=True)
+    (directory / "ebin" / f"{app}.app").write_text(
+        f"{{application, '{app}', [\n\t{{vsn, \"{version}\"}},\n\t{{applications, [{needs}]}}]}}.\n"
+    )
+    return directory
+
+
+def test_rabbitmq_plugin_closure_follows_app_files(tmp_path: Path) -> None:
+    """Only what the enabled plugins need, transitively; OTP's own applications are not plugins."""
+    rabbit = _plugin(tmp_path, "rabbit", "3.10.8", "kernel,stdlib,rabbit_common,ra")
+    prelaunch = _plugin(tmp_path, "rabbitmq_prelaunch", "3.10.8", "kernel,rabbit_common")
+    common = _plugin(tmp_path, "rabbit_common", "3.10.8", "kernel,ssl")
+    ra = _plugin(tmp_path, "ra", "2.2.0", "kernel,aten")
+    aten = _plugin(tmp_path, "aten", "0.5.8", "kernel")
+    stomp = _plugin(tmp_path, "rabbitmq_stomp", "3.10.8", "kernel,rabbit,amqp_client")
+    amqp = _plugin(tmp_path, "amqp_client", "3.10.8", "kernel,rabbit_common")
+    _plugin(tmp_path, "rabbitmq_mqtt", "3.10.8", "kernel,rabbit")  # not enabled, so not linked
+    (tmp_path / "README").write_text("not a plugin")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) == sorted(
+        [rabbit, prelaunch, common, ra, aten, stomp, amqp]
+    )
+
+
+def test_rabbitmq_plugin_closure_gives_up_rather_than_guess(tmp_path: Path) -> None:
+    """A packed plugin or a missing one: None, and the launcher uses RabbitMQ's whole directory."""
+    _plugin(tmp_path, "rabbit", "3.10.8", "kernel")
+    _plugin(tmp_path, "rabbitmq_prelaunch", "3.10.8", "kernel")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) is None
+    _plugin(tmp_path, "rabbitmq_stomp", "3.10.8", "kernel,rabbit")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) is not None
+    (tmp_path / "rabbitmq_shovel-3.10.8.ez").write_bytes(b"PK")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) is None
+
+
+def test_rabbitmq_plugins_dir_is_beside_sbin(tmp_path: Path) -> None:
+    (tmp_path / "sbin").mkdir()
+    (tmp_path / "sbin" / "rabbitmq-server").write_text("#!/bin/sh\n")
+    assert find_plugins_dir(tmp_path / "sbin" / "rabbitmq-server") is None
+    (tmp_path / "plugins").mkdir()
+    assert find_plugins_dir(tmp_path / "sbin" / "rabbitmq-server") == tmp_path / "plugins"
 
 
 def test_rabbitmq_environment_is_private() -> None:
