@@ -29,6 +29,7 @@ def _map_source_checkout() -> None:
 _map_source_checkout()
 
 from jmslike.connection import Connection, ConnectionFactory, ConnectionMetaData
+from jmslike.connection_listener import ConnectionListener
 from jmslike.constants import AcknowledgeMode, DeliveryMode
 from jmslike.consumer import MessageConsumer, QueueBrowser
 from jmslike.context import JMSConsumer, JMSContext, JMSProducer
@@ -60,6 +61,7 @@ __all__ = [
     "CompletionListener",
     "Connection",
     "ConnectionFactory",
+    "ConnectionListener",
     "ConnectionMetaData",
     "DeliveryMode",
     "Destination",

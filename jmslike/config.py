@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, unquote
 
@@ -100,10 +100,11 @@ class ConnectionConfig:
             return self
         return dataclasses.replace(self, credentials=Credentials(user, password))
 
-    def describe(self) -> str:
-        """A safe one-line description for logs and errors (never credentials)."""
-        hosts = ",".join(f"{h}:{p}" for h, p in self.hosts)
-        return f"{self.scheme}{'+ssl' if self.ssl else ''}://{hosts}"
+    def describe(self, hosts: Sequence[tuple[str, int]] | None = None) -> str:
+        """A safe one-line description for logs and errors (never credentials): the URL's hosts, or ``hosts``
+        (the one a connection reached)."""
+        listed = ",".join(f"{h}:{p}" for h, p in (self.hosts if hosts is None else hosts))
+        return f"{self.scheme}{'+ssl' if self.ssl else ''}://{listed}"
 
 
 def parse_bool(value: str) -> bool:

@@ -27,6 +27,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
+from jmslike.connection_listener import ConnectionListener
 from jmslike.constants import AcknowledgeMode
 from jmslike.context import JMSContext, SharedConnection, unchecked
 from jmslike.contract import Adapter, SilentConnectRefusal, Wire
@@ -185,7 +186,9 @@ class Connection(ConnectionDomainMethods):
         self._sub_ids = itertools.count(1)
         self._temporary = TemporaryDestinations()
         self._exception_listener: ExceptionListener | None = None
-        self._events: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._connection_listener: ConnectionListener | None = None
+        #: Calls for the listeners, run in order on the event thread: (call, whose, for log lines).
+        self._events: queue.SimpleQueue[tuple[Callable[[], None], str] | None] = queue.SimpleQueue()
         self._reports = ReportBacklog()  # reports queued or running, bounded (jmslike.error_reports)
         self._event_thread: threading.Thread | None = None
         self._generation = 0
@@ -338,6 +341,17 @@ class Connection(ConnectionDomainMethods):
         self.check_open()
         return self._exception_listener
 
+    def setConnectionListener(self, listener: ConnectionListener | None) -> None:
+        """jmslike extra (Qpid JMS's ``JmsConnectionListener``): told when a ``reconnect=true`` connection loses
+        its broker and when it is back, on the ExceptionListener's thread (:mod:`jmslike.connection_listener`)."""
+        self.check_open()
+        self._connection_listener = listener
+
+    def getConnectionListener(self) -> ConnectionListener | None:
+        """The listener of interruptions and restorations, or None; IllegalStateException once closed."""
+        self.check_open()
+        return self._connection_listener
+
     def getMetaData(self) -> ConnectionMetaData:
         """What is known about the provider and the broker (CONNECTED ``server``)."""
         self.check_open()
@@ -459,29 +473,42 @@ class Connection(ConnectionDomainMethods):
         if not admitted:
             self._reports.log_dropped(dropped, error)
             return
-        self._run_event(lambda: listener(error))
 
-    def _run_event(self, task: Callable[[], None]) -> None:
+        def deliver() -> None:
+            try:
+                listener(error)
+            finally:
+                with self._lock:
+                    self._reports.done()
+
+        self._run_event(deliver, "ExceptionListener")
+
+    def _tell_connection_listener(self, call: Callable[[ConnectionListener], None]) -> None:
+        """Queue ``call`` for the ConnectionListener, behind the reports already queued (never dropped: there
+        is one per loss and one per reconnect)."""
+        listener = self._connection_listener
+        if listener is not None:
+            self._run_event(lambda: call(listener), "ConnectionListener")
+
+    def _run_event(self, task: Callable[[], None], whose: str) -> None:
         with self._lock:
             if self._event_thread is None:
                 self._event_thread = threading.Thread(
                     target=self._event_loop, name=f"jmslike-events-{self.connection_id}", daemon=True
                 )
                 self._event_thread.start()
-        self._events.put(task)
+        self._events.put((task, whose))
 
     def _event_loop(self) -> None:
         while True:
-            task = self._events.get()
-            if task is None:
+            event = self._events.get()
+            if event is None:
                 return
+            task, whose = event
             try:
                 task()
             except BaseException:  # sys.exit() too: escaping, it ended this thread and every later report
-                log.exception("ExceptionListener raised")
-            finally:
-                with self._lock:
-                    self._reports.done()
+                log.exception("%s raised", whose)
 
     # -- recovery -------------------------------------------------------------------------------------
 
@@ -489,7 +516,13 @@ class Connection(ConnectionDomainMethods):
         """Called on the receiver thread: record the loss, wake waiters, start the supervisor."""
         if self._closed:
             return
-        self._ready.clear()
+        with (
+            self._lock
+        ):  # the restoration is told under it too: the listener hears them in the order they were
+            in_use = self._ready.is_set()
+            self._ready.clear()
+            if in_use and self._config.reconnect:  # once per wire lost (not again for one never in use)
+                self._tell_connection_listener(lambda listener: listener.onConnectionInterrupted(error))
         if not self._config.reconnect:
             self._failed = error  # before waking receivers, so they raise instead of waiting on
         for session in list(self._sessions):
@@ -542,8 +575,11 @@ class Connection(ConnectionDomainMethods):
                         raise ConnectionLostException("the new connection was lost while re-subscribing")
                     self.wire = wire
                     self._generation += 1
-                self._ready.set()
-                log.info("reconnected to %s after %d attempt(s)", self._config.describe(), attempt)
+                    self._ready.set()
+                    reached = self._config.describe([wire.host])
+                    # B023: the loop returns right after, so `reached` is this attempt's
+                    self._tell_connection_listener(lambda listener: listener.onConnectionRestored(reached))  # noqa: B023
+                log.info("reconnected to %s after %d attempt(s)", reached, attempt)
                 for session in list(self._sessions):
                     session.wake_waiters()
                 return

@@ -43,6 +43,7 @@ from jmslike.session_mode import SessionModes, check_session_mode
 
 if TYPE_CHECKING:
     from jmslike.connection import Connection, ConnectionMetaData, ExceptionListener
+    from jmslike.connection_listener import ConnectionListener
     from jmslike.consumer import MessageConsumer, QueueBrowser
     from jmslike.producer import CompletionListener, MessageProducer
     from jmslike.session import Session
@@ -269,6 +270,18 @@ class JMSContext(ContextBase["Connection"]):
         """Called (on a connection thread) with asynchronous errors, e.g. a lost connection."""
         self._check_open()
         self._connection.setExceptionListener(listener)
+
+    @unchecked
+    def getConnectionListener(self) -> ConnectionListener | None:
+        """The connection's ConnectionListener (jmslike extra: jmslike.connection_listener)."""
+        self._check_open()
+        return self._connection.getConnectionListener()
+
+    @unchecked
+    def setConnectionListener(self, listener: ConnectionListener | None) -> None:
+        """Told (on the ExceptionListener's thread) when a reconnecting connection loses its broker and is back."""
+        self._check_open()
+        self._connection.setConnectionListener(listener)
 
     @unchecked
     def start(self) -> None:

@@ -8,10 +8,12 @@ from jmslike.aio.consumer import MessageConsumer, QueueBrowser
 from jmslike.aio.context import JMSConsumer, JMSContext, JMSProducer
 from jmslike.aio.producer import MessageProducer
 from jmslike.aio.session import Session
+from jmslike.connection_listener import AsyncConnectionListener as ConnectionListener
 
 __all__ = [
     "Connection",
     "ConnectionFactory",
+    "ConnectionListener",
     "JMSConsumer",
     "JMSContext",
     "JMSProducer",

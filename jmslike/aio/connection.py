@@ -40,6 +40,7 @@ from jmslike.connection import (
     private_connection,
     warn_not_started,
 )
+from jmslike.connection_listener import AsyncConnectionListener, ConnectionListener
 from jmslike.context import SharedConnection, unchecked_async
 from jmslike.contract import Adapter, AsyncWire, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
@@ -62,6 +63,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What setConnectionListener takes: a ConnectionListener of either API (jmslike.connection_listener).
+AnyConnectionListener = ConnectionListener | AsyncConnectionListener
 #: An ExceptionListener: a plain function or a coroutine function, given the JMSException.
 ExceptionListener = Callable[[JMSException], "Awaitable[None] | None"]
 
@@ -134,6 +137,8 @@ class Connection:
         self._consumers: dict[str, MessageConsumer] = {}
         self._sub_ids = itertools.count(1)
         self._exception_listener: ExceptionListener | None = None
+        self._connection_listener: AnyConnectionListener | None = None
+        self._listener_told: asyncio.Task[None] | None = None  # the last call queued for it: the next waits
         self._reports: set[asyncio.Task[None]] = set()
         self._report_backlog = ReportBacklog()  # bounded as the threaded API's (jmslike.error_reports)
         self._wire: AsyncWire | None = None
@@ -355,6 +360,18 @@ class Connection:
         self.check_open()
         return self._exception_listener
 
+    def setConnectionListener(self, listener: AnyConnectionListener | None) -> None:
+        """jmslike extra (Qpid JMS's ``JmsConnectionListener``): told when a ``reconnect=true`` connection loses
+        its broker and when it is back, in tasks of their own, one call at a time and in order
+        (:mod:`jmslike.connection_listener`); its methods may be coroutines."""
+        self.check_open()
+        self._connection_listener = listener
+
+    def getConnectionListener(self) -> AnyConnectionListener | None:
+        """The listener of interruptions and restorations, or None; IllegalStateException once closed."""
+        self.check_open()
+        return self._connection_listener
+
     async def createSession(self, *args: Any, **kwargs: Any) -> Session:
         """``createSession()``, ``createSession(sessionMode)`` or ``createSession(transacted, acknowledgeMode)``."""
         return self.session_now(session_mode(*args, **kwargs))
@@ -472,6 +489,19 @@ class Connection:
         self._reports.add(task)
         task.add_done_callback(self._report_ran)
 
+    def _tell_connection_listener(self, call: Callable[[AnyConnectionListener], object]) -> None:
+        """Run ``call`` for the ConnectionListener in a task of its own, after the calls queued before it."""
+        listener = self._connection_listener
+        if listener is None:
+            return
+        task = self._loop.create_task(
+            _tell_in_turn(self._listener_told, lambda: call(listener)),
+            context=listener_scope.detached_context(),
+        )
+        self._listener_told = task
+        self._reports.add(task)
+        task.add_done_callback(self._reports.discard)
+
     def _report_ran(self, task: asyncio.Task[None]) -> None:
         self._reports.discard(task)
         self._report_backlog.done()
@@ -482,12 +512,16 @@ class Connection:
             return
         if not self._config.reconnect:
             self._failure = error  # before waking receivers, so they raise instead of waiting on
+        in_use = self._ready.is_set()  # once per wire lost (not again for one never in use)
         self._ready.clear()
         for session in list(self._sessions):
             session.on_connection_lost()
         if not self._config.reconnect:
             self.report(error)
-        elif self._supervisor is None or self._supervisor.done():
+            return
+        if in_use:
+            self._tell_connection_listener(lambda listener: listener.onConnectionInterrupted(error))
+        if self._supervisor is None or self._supervisor.done():
             self._supervisor = asyncio.ensure_future(self._reconnect(error))
 
     async def _reconnect(self, error: ConnectionLostException) -> None:
@@ -520,9 +554,12 @@ class Connection:
                 self._wire = wire
                 self._generation += 1
                 self._ready.set()
-                log.info("reconnected to %s after %d attempt(s)", config.describe(), attempt)
+                reached = config.describe([wire.host])
+                log.info("reconnected to %s after %d attempt(s)", reached, attempt)
                 for session in list(self._sessions):
                     session.wake()
+                # B023: the loop returns right after, so `reached` is this attempt's
+                self._tell_connection_listener(lambda listener: listener.onConnectionRestored(reached))  # noqa: B023
                 return
             except asyncio.CancelledError:  # the connection closed under the attempt
                 if wire is not None:
@@ -544,6 +581,18 @@ class Connection:
         for session in list(self._sessions):
             session.wake()
         self.report(failure)
+
+
+async def _tell_in_turn(previous: asyncio.Task[None] | None, call: Callable[[], object]) -> None:
+    """Call a ConnectionListener method once the call before it ended (however it ended), awaiting a coroutine."""
+    if previous is not None:
+        await asyncio.wait([previous])
+    try:
+        result = call()
+        if inspect.isawaitable(result):
+            await result
+    except Exception:  # the application's: logged, never raised into jmslike
+        log.exception("the ConnectionListener raised")
 
 
 async def _call_listener(listener: ExceptionListener, error: JMSException) -> None:

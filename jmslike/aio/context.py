@@ -26,7 +26,7 @@ from jmslike.exceptions import IllegalStateException
 from jmslike.messages import Message
 
 if TYPE_CHECKING:
-    from jmslike.aio.connection import Connection, ExceptionListener
+    from jmslike.aio.connection import AnyConnectionListener, Connection, ExceptionListener
     from jmslike.aio.consumer import MessageConsumer, MessageListener, QueueBrowser
     from jmslike.aio.producer import MessageProducer
     from jmslike.aio.session import Session
@@ -93,6 +93,18 @@ class JMSContext(ContextBase["Connection"]):
         """Called (a plain function or a coroutine function) with asynchronous errors, e.g. a lost connection."""
         self._check_open()
         self._connection.setExceptionListener(listener)
+
+    @unchecked
+    def getConnectionListener(self) -> AnyConnectionListener | None:
+        """The connection's ConnectionListener (jmslike extra: jmslike.connection_listener)."""
+        self._check_open()
+        return self._connection.getConnectionListener()
+
+    @unchecked
+    def setConnectionListener(self, listener: AnyConnectionListener | None) -> None:
+        """Told (in tasks of its own, in order) when a reconnecting connection loses its broker and is back."""
+        self._check_open()
+        self._connection.setConnectionListener(listener)
 
     @unchecked_async
     async def start(self) -> None:

@@ -66,6 +66,13 @@ def test_credentials_in_url_never_in_repr() -> None:
     assert "s3cr" not in repr(Credentials("bob", "hunter2"))
 
 
+def test_describe_names_the_listed_hosts_or_the_one_reached() -> None:
+    """The URL a ConnectionListener is given after a reconnect: the host reached, never credentials."""
+    config = parse_url("rabbitmq+ssl://alice:s3cret@a:1,b:2?reconnect=true")
+    assert config.describe() == "rabbitmq+ssl://a:1,b:2"
+    assert config.describe([("b", 2)]) == "rabbitmq+ssl://b:2"
+
+
 def test_create_connection_credentials_override_url() -> None:
     config = parse_url("activemq://alice:one@h:1").with_credentials("bob", "two")
     assert config.credentials == Credentials("bob", "two")

@@ -1,0 +1,42 @@
+"""What a reconnecting connection tells the application about its broker: a jmslike extra to JMS.
+
+With ``reconnect=true`` a connection hides the loss of its broker: sends and acknowledgements wait for the new
+connection, consumers are subscribed again, and the ExceptionListener hears of it only when the attempts are
+used up. An application that reports its health, pauses its own work or counts outages wants to know at once.
+Java clients have this outside JMS: Qpid JMS's ``JmsConnectionListener`` (``onConnectionInterrupted`` /
+``onConnectionRestored``) and ActiveMQ's ``TransportListener`` (``transportInterrupted`` /
+``transportResumed``). jmslike takes Qpid JMS's names.
+
+``Connection.setConnectionListener(listener)`` (both APIs) sets one listener. It is told on the thread (the
+task, in ``jmslike.aio``) that runs the ExceptionListener, in the order things happened, one call at a time: an
+interruption always comes before the restoration that ends it. A connection without ``reconnect`` tells it
+nothing: its loss is final, and the ExceptionListener hears of it.
+"""
+
+from __future__ import annotations
+
+from jmslike.exceptions import ConnectionLostException
+
+
+class ConnectionListener:
+    """Subclass and override what you need; the methods here do nothing. A method that raises is logged and
+    changes nothing for the connection."""
+
+    def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+        """The connection lost its broker and is reconnecting; ``error`` says how it was lost. Calls made from
+        now on wait for the reconnect, up to the receipt timeout (``receipt_timeout_ms``)."""
+
+    def onConnectionRestored(self, brokerURL: str) -> None:
+        """The connection is back, connected to ``brokerURL`` (scheme, host and port of the broker of the list
+        it reached; never credentials) and its consumers subscribed again."""
+
+
+class AsyncConnectionListener:
+    """:class:`ConnectionListener` for ``jmslike.aio`` (exported there as ``ConnectionListener``): the same calls,
+    as coroutines, each awaited before the next begins. A plain :class:`ConnectionListener` is accepted too."""
+
+    async def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+        """As :meth:`ConnectionListener.onConnectionInterrupted`."""
+
+    async def onConnectionRestored(self, brokerURL: str) -> None:
+        """As :meth:`ConnectionListener.onConnectionRestored`."""

@@ -1,0 +1,191 @@
+"""The ConnectionListener (jmslike extra, jmslike/connection_listener.py) in both APIs: a connection with
+``reconnect=true`` cut by the fault proxy tells it of the interruption, then of the restoration with the URL it
+reached, in that order; broker calls made in between wait for the reconnect. Real brokers, through the proxy."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Any
+
+import aio_support
+import pytest
+
+from jmslike import ConnectionFactory, ConnectionListener, Session, TextMessage
+from jmslike.aio import ConnectionFactory as AioConnectionFactory
+from jmslike.aio import ConnectionListener as AioConnectionListener
+from jmslike.conformance.suite.helpers import wait_until
+from jmslike.exceptions import (
+    ConnectionLostException,
+    IllegalStateException,
+    IllegalStateRuntimeException,
+    InvalidDestinationException,
+    JMSException,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+DEADLINE_S = 30.0
+RECEIVE_MS = 10_000
+RECONNECT = {
+    "reconnect": "true",
+    "reconnect_delay_ms": 100,
+    "reconnect_max_delay_ms": 500,
+    "heartbeat_ms": 1000,
+}
+
+
+def name(kind: str) -> str:
+    return f"listener-{kind}-{uuid.uuid4().hex[:8]}"
+
+
+class Recorder(ConnectionListener):
+    """Records what it is told; its first interruption raises, which must change nothing."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, object]] = []
+        self.interrupted = threading.Event()
+
+    def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+        self.events.append(("interrupted", error))
+        self.interrupted.set()
+        if len(self.events) == 1:
+            raise RuntimeError("a listener's own failure (logged, nothing else)")
+
+    def onConnectionRestored(self, brokerURL: str) -> None:
+        self.events.append(("restored", brokerURL))
+
+
+def test_interruption_and_restoration_are_told_in_order_and_calls_meanwhile_wait(
+    broker: Any, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """The threaded API's twin of test_aio's reconnect test, waiting on the listener instead of ``ready``."""
+    queue_name, topic_name, client_id = name("q"), name("t"), name("c")
+    recorder = Recorder()
+    connection = ConnectionFactory(proxy_url(**RECONNECT), clientID=client_id).createConnection(
+        broker.user, broker.password
+    )
+    try:
+        connection.setConnectionListener(recorder)
+        assert connection.getConnectionListener() is recorder
+        connection.start()
+        session = connection.createSession(Session.AUTO_ACKNOWLEDGE)
+        queue = session.createQueue(queue_name)
+        session.createProducer(queue).send(session.createTextMessage("kept"))
+        session.createDurableSubscriber(session.createTopic(topic_name), "gone").close()
+        proxy.partition()  # reconnect attempts fail until resume
+        assert recorder.interrupted.wait(DEADLINE_S / 3), "the loss went unnoticed"
+
+        def browse() -> list[str | None]:
+            browser = session.createBrowser(queue)
+            try:
+                return [m.getText() for m in browser.getEnumeration() if isinstance(m, TextMessage)]
+            finally:
+                browser.close()
+
+        with ThreadPoolExecutor(3) as pool:
+            calls = [pool.submit(session.createTemporaryQueue), pool.submit(session.unsubscribe, "gone")]
+            if connection.adapter.capabilities.browsing:
+                calls.append(pool.submit(browse))
+            done, _ = wait(calls, timeout=0.5)  # a call that took the lost wire fails in this time
+            assert not done, [call.exception() for call in done]
+            assert [event for event, _ in recorder.events] == ["interrupted"]
+            proxy.resume()
+            temporary, _, *browsed = [call.result(timeout=DEADLINE_S) for call in calls]
+        assert browsed in ([], [["kept"]])
+        wait_until(lambda: len(recorder.events) == 2, DEADLINE_S, "the restoration to be told")
+        (interrupted, error), (restored, url) = recorder.events
+        assert (interrupted, restored) == ("interrupted", "restored")
+        assert isinstance(error, ConnectionLostException)
+        assert url == f"{broker.kind}://{proxy.host}:{proxy.port}"
+        consumer = session.createConsumer(temporary)
+        session.createProducer(temporary).send(session.createTextMessage("on the new connection"))
+        received = consumer.receive(RECEIVE_MS)
+        assert isinstance(received, TextMessage) and received.getText() == "on the new connection"
+        with pytest.raises(InvalidDestinationException):  # the subscription is gone
+            session.unsubscribe("gone")
+    finally:
+        connection.close()
+    with pytest.raises(IllegalStateException):
+        connection.getConnectionListener()
+    with pytest.raises(IllegalStateException):
+        connection.setConnectionListener(None)
+
+
+def test_without_reconnect_the_listener_hears_nothing_and_the_exception_listener_the_loss(
+    broker: Any, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """A loss that will not be repaired is no interruption: only the ExceptionListener is told."""
+    recorder = Recorder()
+    errors: list[JMSException] = []
+    context = ConnectionFactory(proxy_url(heartbeat_ms=1000)).createContext(broker.user, broker.password)
+    try:
+        context.setConnectionListener(recorder)  # JMSContext passes it on to its connection
+        assert context.getConnectionListener() is recorder
+        context.setExceptionListener(errors.append)
+        context.start()
+        proxy.drop()
+        wait_until(lambda: bool(errors), DEADLINE_S, "the ExceptionListener to hear of the loss")
+        assert isinstance(errors[0], ConnectionLostException)
+        assert recorder.events == []
+    finally:
+        context.close()
+    with pytest.raises(IllegalStateRuntimeException):
+        context.getConnectionListener()
+
+
+def test_the_asyncio_api_tells_an_async_listener_in_order(
+    broker: Any, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """Coroutine methods, each awaited before the next call: a slow interruption handler still ends before the
+    restoration is told. A plain ConnectionListener works there too."""
+
+    class Slow(AioConnectionListener):
+        def __init__(self) -> None:
+            self.events: list[str] = []
+            self.interrupted = asyncio.Event()
+
+        async def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+            self.events.append("interrupted")
+            self.interrupted.set()
+            await asyncio.sleep(0.3)  # the reconnect may finish meanwhile; restored must wait for this
+            self.events.append("interruption handled")
+
+        async def onConnectionRestored(self, brokerURL: str) -> None:
+            self.events.append(f"restored {brokerURL}")
+
+    async def body() -> None:
+        slow, plain = Slow(), Recorder()
+        factory = AioConnectionFactory(proxy_url(**RECONNECT))
+        async with await factory.createConnection(broker.user, broker.password) as connection:
+            connection.setConnectionListener(slow)
+            await connection.start()
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(name("q"))
+            proxy.drop()  # the next attempt gets through
+            await asyncio.wait_for(slow.interrupted.wait(), DEADLINE_S / 3)
+            await session.createProducer(queue).send(
+                session.createTextMessage("after")
+            )  # waits for the reconnect
+            url = f"{broker.kind}://{proxy.host}:{proxy.port}"
+            deadline = asyncio.get_running_loop().time() + DEADLINE_S
+            while len(slow.events) < 3:
+                assert asyncio.get_running_loop().time() < deadline, slow.events
+                await asyncio.sleep(0.01)
+            assert slow.events == ["interrupted", "interruption handled", f"restored {url}"]
+            connection.setConnectionListener(plain)
+            assert connection.getConnectionListener() is plain
+            proxy.drop()
+            while len(plain.events) < 2:
+                assert asyncio.get_running_loop().time() < deadline + DEADLINE_S, plain.events
+                await asyncio.sleep(0.01)
+            assert [event for event, _ in plain.events] == ["interrupted", "restored"]
+            received = await (await session.createConsumer(queue)).receive(RECEIVE_MS)
+            assert isinstance(received, TextMessage) and received.getText() == "after"
+        with pytest.raises(IllegalStateException):
+            connection.getConnectionListener()
+
+    aio_support.run(body, DEADLINE_S * 3)
