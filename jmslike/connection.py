@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from jmslike.config import ConnectionConfig, parse_url
-from jmslike.connection_listener import ConnectionListener
+from jmslike.connection_listener import ConnectionListener, check_connection_listener
 from jmslike.constants import AcknowledgeMode
 from jmslike.context import JMSContext, SharedConnection, unchecked
 from jmslike.contract import Adapter, SilentConnectRefusal, Wire
@@ -345,6 +345,7 @@ class Connection(ConnectionDomainMethods):
         """jmslike extra (Qpid JMS's ``JmsConnectionListener``): told when a ``reconnect=true`` connection loses
         its broker and when it is back, on the ExceptionListener's thread (:mod:`jmslike.connection_listener`)."""
         self.check_open()
+        check_connection_listener(listener, coroutines=False)
         self._connection_listener = listener
 
     def getConnectionListener(self) -> ConnectionListener | None:

@@ -15,7 +15,11 @@ nothing: its loss is final, and the ExceptionListener hears of it.
 
 from __future__ import annotations
 
-from jmslike.exceptions import ConnectionLostException
+import inspect
+
+from jmslike.exceptions import ConnectionLostException, JMSException
+
+_METHODS = ("onConnectionInterrupted", "onConnectionRestored")
 
 
 class ConnectionListener:
@@ -40,3 +44,22 @@ class AsyncConnectionListener:
 
     async def onConnectionRestored(self, brokerURL: str) -> None:
         """As :meth:`ConnectionListener.onConnectionRestored`."""
+
+
+def check_connection_listener(listener: object, *, coroutines: bool) -> None:
+    """Refuse, when it is set, a listener that could not be called at the loss: one without both methods, or (in
+    the threaded API, ``coroutines=False``) one whose methods are coroutines, which nothing there would await."""
+    if listener is None:
+        return
+    for method in _METHODS:
+        call = getattr(listener, method, None)
+        if not callable(call):
+            raise JMSException(
+                f"a ConnectionListener needs {method}(); subclass jmslike.ConnectionListener "
+                f"(jmslike.aio.ConnectionListener in the asyncio API), got {listener!r}"
+            )
+        if not coroutines and inspect.iscoroutinefunction(call):
+            raise JMSException(
+                f"{type(listener).__name__}.{method} is a coroutine function, which the threaded API cannot await: "
+                "give it plain methods (jmslike.ConnectionListener), or use it with a jmslike.aio connection"
+            )

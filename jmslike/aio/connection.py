@@ -40,7 +40,7 @@ from jmslike.connection import (
     private_connection,
     warn_not_started,
 )
-from jmslike.connection_listener import AsyncConnectionListener, ConnectionListener
+from jmslike.connection_listener import AsyncConnectionListener, ConnectionListener, check_connection_listener
 from jmslike.context import SharedConnection, unchecked_async
 from jmslike.contract import Adapter, AsyncWire, SilentConnectRefusal, Wire
 from jmslike.delivery_delay import DelayCheck
@@ -365,6 +365,7 @@ class Connection:
         its broker and when it is back, in tasks of their own, one call at a time and in order
         (:mod:`jmslike.connection_listener`); its methods may be coroutines."""
         self.check_open()
+        check_connection_listener(listener, coroutines=True)
         self._connection_listener = listener
 
     def getConnectionListener(self) -> AnyConnectionListener | None:
