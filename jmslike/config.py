@@ -103,7 +103,9 @@ class ConnectionConfig:
     def describe(self, hosts: Sequence[tuple[str, int]] | None = None) -> str:
         """A safe one-line description for logs and errors (never credentials): the URL's hosts, or ``hosts``
         (the one a connection reached)."""
-        listed = ",".join(f"{h}:{p}" for h, p in (self.hosts if hosts is None else hosts))
+        listed = ",".join(
+            f"[{h}]:{p}" if ":" in h else f"{h}:{p}" for h, p in (self.hosts if hosts is None else hosts)
+        )
         return f"{self.scheme}{'+ssl' if self.ssl else ''}://{listed}"
 
 

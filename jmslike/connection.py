@@ -482,7 +482,12 @@ class Connection(ConnectionDomainMethods):
                 with self._lock:
                     self._reports.done()
 
-        self._run_event(deliver, "ExceptionListener")
+        try:
+            self._run_event(deliver, "ExceptionListener")
+        except RuntimeError:  # no thread can start (the interpreter is ending): it will never run
+            with self._lock:
+                self._reports.done()
+            raise
 
     def _tell_connection_listener(self, call: Callable[[ConnectionListener], None]) -> None:
         """Queue ``call`` for the ConnectionListener, behind the reports already queued (never dropped: there
@@ -513,13 +518,13 @@ class Connection(ConnectionDomainMethods):
 
     # -- recovery -------------------------------------------------------------------------------------
 
-    def on_lost(self, error: ConnectionLostException) -> None:
-        """Called on the receiver thread: record the loss, wake waiters, start the supervisor."""
-        if self._closed:
-            return
-        with (
-            self._lock
-        ):  # the restoration is told under it too: the listener hears them in the order they were
+    def on_lost(self, error: ConnectionLostException, wire: object | None = None) -> None:
+        """Called on the receiver thread of ``wire`` (the router saw it was ours): record the loss, wake waiters,
+        start the supervisor."""
+        # Under the lock, which the restoration is told under too: the listener hears them in the order they were.
+        with self._lock:
+            if self._closed or (wire is not None and not self.owns(wire)):
+                return  # closed meanwhile, or setClientID replaced the wire since the router looked
             in_use = self._ready.is_set()
             self._ready.clear()
             if in_use and self._config.reconnect:  # once per wire lost (not again for one never in use)

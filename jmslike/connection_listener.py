@@ -7,10 +7,13 @@ Java clients have this outside JMS: Qpid JMS's ``JmsConnectionListener`` (``onCo
 ``onConnectionRestored``) and ActiveMQ's ``TransportListener`` (``transportInterrupted`` /
 ``transportResumed``). jmslike takes Qpid JMS's names.
 
-``Connection.setConnectionListener(listener)`` (both APIs) sets one listener. It is told on the thread (the
-task, in ``jmslike.aio``) that runs the ExceptionListener, in the order things happened, one call at a time: an
-interruption always comes before the restoration that ends it. A connection without ``reconnect`` tells it
-nothing: its loss is final, and the ExceptionListener hears of it.
+``Connection.setConnectionListener(listener)`` (both APIs) sets one listener. The threaded API calls it on the
+thread that runs the ExceptionListener, in the order things happened, one call at a time. ``jmslike.aio`` calls
+it in tasks of their own, each awaited to its end before the next begins (ordered among themselves, not against
+ExceptionListener tasks); a plain, not coroutine, method there runs on the event loop and must not block. An
+interruption comes before the restoration that ends it; a listener set while a reconnect is under way hears only
+its end. A connection without ``reconnect`` tells it nothing: its loss is final, and the ExceptionListener hears
+of it.
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ class RoutingConnection(Protocol):
 
     def report(self, error: JMSException) -> None: ...
 
-    def on_lost(self, error: ConnectionLostException) -> None: ...
+    def on_lost(self, error: ConnectionLostException, wire: object | None = None) -> None:
+        """``wire`` is the one lost, for a connection that checks again that it is still its own."""
 
     @property
     def buffer(self) -> BufferGauge: ...
@@ -71,4 +72,4 @@ class WireEventRouter:
 
     def on_lost(self, error: ConnectionLostException) -> None:
         if self._current():
-            self._connection.on_lost(error)
+            self._connection.on_lost(error, self.wire)

@@ -36,7 +36,7 @@ import secrets
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -189,22 +189,28 @@ def render_enabled_plugins(config: RabbitMQConfig) -> str:
 _APP_KEYS: Final = ("applications", "included_applications", "optional_applications")
 
 
-def plugin_closure(plugins_dir: Path, enabled: Sequence[str]) -> list[Path] | None:
+def plugin_closure(
+    plugins_dir: Path, enabled: Sequence[str], erlang_apps: Collection[str]
+) -> list[Path] | None:
     """The directories under ``plugins_dir`` that ``enabled`` plugins need: ``rabbit`` and its prelaunch, the
-    plugins, and what each ``ebin/APP.app`` lists as applications, transitively; None when that cannot be read
-    (archives, a plugin missing), and the caller keeps RabbitMQ's whole plugins directory.
+    plugins, and what each ``ebin/APP.app`` lists as applications, transitively (an application that is neither
+    here nor one of ``erlang_apps``, Erlang's own, ends the search). None when that cannot be worked out (a
+    packed ``.ez`` plugin, something missing, an ``.app`` without its ``applications``): the caller then keeps
+    RabbitMQ's whole directory.
 
-    Why: RabbitMQ 3.10 puts every directory of its plugins directory on the Erlang code path and loads the
-    modules of what it starts; Debian's package has 70, of which STOMP with management needs 27. Pointing
-    ``RABBITMQ_PLUGINS_DIR`` at links to only those starts the same broker with the same plugins about a
-    quarter faster (10.8 against 14.2 s median here; docs/launchers.md)."""
+    Why: RabbitMQ 3.10's prelaunch reads the configuration schema of every application in its plugins
+    directory (``rabbit_prelaunch_conf:find_cuttlefish_schemas``, 22 schemas in Debian's 70 plugins) and its
+    boot is CPU-bound here. With ``RABBITMQ_PLUGINS_DIR`` naming links to only these (27 with management) the
+    same broker with the same plugins boots about a quarter faster (median 10.8 against 14.2 s;
+    docs/launchers.md). ``ERL_LIBS`` still names RabbitMQ's own directory, so no module becomes unloadable."""
     apps: dict[str, Path] = {}
     for entry in plugins_dir.iterdir():
         if entry.suffix == ".ez":
             return None  # a packed plugin: its .app cannot be read here, so the whole directory is used
-        name, _, version = entry.name.rpartition("-")
-        if entry.is_dir() and name and version[:1].isdigit():
-            apps[name] = entry
+        if entry.is_dir():
+            apps[entry.name.split("-", 1)[0]] = (
+                entry  # RabbitMQ's own reading: the name ends at the first "-"
+            )
     wanted: list[str] = ["rabbit", "rabbitmq_prelaunch", *enabled]
     needed: dict[str, Path] = {}
     while wanted:
@@ -213,19 +219,32 @@ def plugin_closure(plugins_dir: Path, enabled: Sequence[str]) -> list[Path] | No
             continue
         directory = apps.get(app)
         if directory is None:
-            if app in enabled or app.startswith("rabbit"):
-                return None  # something RabbitMQ itself needs is not here: let it say so, unchanged
-            continue  # an OTP application (kernel, ssl, ...): Erlang's own library, not a plugin
+            if app in erlang_apps:
+                continue  # kernel, ssl, mnesia, ...: Erlang's own library, not a plugin
+            return None  # neither a plugin here nor Erlang's: let RabbitMQ use its own directory, unchanged
         needed[app] = directory
         try:
             text = (directory / "ebin" / f"{app}.app").read_text()
         except OSError:
             return None
+        if not re.search(r"\{\s*applications\s*,", text):
+            return None  # not the .app shape this reads: do not guess "no dependencies"
         for key in _APP_KEYS:
-            listed = re.search(r"\{" + key + r",\s*\[([^\]]*)\]", text)
+            listed = re.search(r"\{\s*" + key + r"\s*,\s*\[([^\]]*)\]", text)
             if listed:
                 wanted += [a.strip().strip("'") for a in listed.group(1).split(",") if a.strip()]
     return sorted(needed.values())
+
+
+def erlang_applications() -> frozenset[str]:
+    """The applications of the Erlang installation ``erl`` on PATH belongs to (its ``lib/NAME-VERSION``)."""
+    erl = shutil.which("erl")
+    if erl is None:
+        return frozenset()
+    lib = Path(erl).resolve().parent.parent / "lib"
+    with contextlib.suppress(OSError):
+        return frozenset(entry.name.split("-", 1)[0] for entry in lib.iterdir() if entry.is_dir())
+    return frozenset()
 
 
 def find_plugins_dir(server_script: Path) -> Path | None:
@@ -383,6 +402,9 @@ class RabbitMQBroker(LocalBroker):
         )
         self._epmd: subprocess.Popen[bytes] | None = None
         self._run_as = _run_as()
+        self._plugins_dir: Path | None = (
+            None  # links to the plugins it needs (_link_plugins), else RabbitMQ's own
+        )
 
     # -- LocalBroker hooks ------------------------------------------------------------------------
 
@@ -449,18 +471,31 @@ class RabbitMQBroker(LocalBroker):
             _chown_tree(self.base_dir, self._run_as)
 
     def _link_plugins(self) -> None:
-        """``plugins/`` in the private directory: links to the plugins this broker starts and what they need
-        (:func:`plugin_closure`), or nothing when they cannot be worked out (RabbitMQ's own directory is used)."""
-        linked = self.base_dir / "plugins"
-        shutil.rmtree(linked, ignore_errors=True)
+        """A fresh ``plugins-*`` directory in the private directory, of links to the plugins this broker starts and
+        what they need (:func:`plugin_closure`), for ``RABBITMQ_PLUGINS_DIR``; none (RabbitMQ's own directory is
+        used) when they cannot be worked out or linked. Made anew at each start, so a half-made one is never used."""
+        for old in self.base_dir.glob("plugins-*"):
+            shutil.rmtree(old, ignore_errors=True)
+        self._plugins_dir = None
         source = find_plugins_dir(self._server)
-        needed = plugin_closure(source, enabled_plugins(self.config)) if source is not None else None
+        needed = (
+            plugin_closure(source, enabled_plugins(self.config), erlang_applications())
+            if source is not None
+            else None
+        )
         if needed is None:
-            logger.info("rabbitmq: starting with every plugin of %s on the code path (slower)", source)
+            logger.info("rabbitmq: starting with every plugin of %s listed (slower boot)", source)
             return
-        linked.mkdir()
-        for directory in needed:
-            (linked / directory.name).symlink_to(directory)
+        linked = self.base_dir / f"plugins-{secrets.token_hex(4)}"
+        try:
+            linked.mkdir()
+            for directory in needed:
+                (linked / directory.name).symlink_to(directory)
+        except OSError as exc:
+            logger.info("rabbitmq: could not link its plugins (%s); starting with all of %s", exc, source)
+            shutil.rmtree(linked, ignore_errors=True)
+            return
+        self._plugins_dir = linked
 
     def _environment(self) -> dict[str, str]:
         env = {
@@ -477,8 +512,8 @@ class RabbitMQBroker(LocalBroker):
                 amqp_port=self.amqp_port,
             )
         )
-        if (self.base_dir / "plugins").is_dir():
-            env["RABBITMQ_PLUGINS_DIR"] = str(self.base_dir / "plugins")
+        if self._plugins_dir is not None:
+            env["RABBITMQ_PLUGINS_DIR"] = str(self._plugins_dir)
         return env
 
     def _command(self) -> tuple[list[str], dict[str, str], RunAs | None]:

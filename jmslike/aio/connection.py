@@ -507,8 +507,9 @@ class Connection:
         self._reports.discard(task)
         self._report_backlog.done()
 
-    def on_lost(self, error: ConnectionLostException) -> None:
-        """From the wire's reader: what was delivered belongs to the broker again; reconnect, or fail for good."""
+    def on_lost(self, error: ConnectionLostException, wire: object | None = None) -> None:
+        """From the wire's reader: what was delivered belongs to the broker again; reconnect, or fail for good.
+        (``wire``: on the loop nothing replaces the wire between the router's check and this call.)"""
         if self._closed:
             return
         if not self._config.reconnect:

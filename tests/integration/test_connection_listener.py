@@ -17,6 +17,7 @@ import pytest
 from jmslike import ConnectionFactory, ConnectionListener, Session, TextMessage
 from jmslike.aio import ConnectionFactory as AioConnectionFactory
 from jmslike.aio import ConnectionListener as AioConnectionListener
+from jmslike.conformance.brokers.ports import LOOPBACK, free_port
 from jmslike.conformance.suite.helpers import wait_until
 from jmslike.exceptions import (
     ConnectionLostException,
@@ -47,25 +48,31 @@ class Recorder(ConnectionListener):
 
     def __init__(self) -> None:
         self.events: list[tuple[str, object]] = []
+        self.threads: set[str] = set()
         self.interrupted = threading.Event()
 
     def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
         self.events.append(("interrupted", error))
+        self.threads.add(threading.current_thread().name)
         self.interrupted.set()
         if len(self.events) == 1:
             raise RuntimeError("a listener's own failure (logged, nothing else)")
 
     def onConnectionRestored(self, brokerURL: str) -> None:
         self.events.append(("restored", brokerURL))
+        self.threads.add(threading.current_thread().name)
 
 
 def test_interruption_and_restoration_are_told_in_order_and_calls_meanwhile_wait(
     broker: Any, proxy: Any, proxy_url: Callable[..., str]
 ) -> None:
-    """The threaded API's twin of test_aio's reconnect test, waiting on the listener instead of ``ready``."""
+    """The threaded API's twin of test_aio's reconnect test, waiting on the listener instead of ``ready``. The URL
+    lists a host where nothing listens first: the restoration names the one reached, the proxy."""
     queue_name, topic_name, client_id = name("q"), name("t"), name("c")
     recorder = Recorder()
-    connection = ConnectionFactory(proxy_url(**RECONNECT), clientID=client_id).createConnection(
+    scheme, rest = proxy_url(**RECONNECT).split("://", 1)
+    failover = f"{scheme}://{LOOPBACK}:{free_port()},{rest}"  # nothing listens on the first
+    connection = ConnectionFactory(failover, clientID=client_id).createConnection(
         broker.user, broker.password
     )
     try:
@@ -107,6 +114,9 @@ def test_interruption_and_restoration_are_told_in_order_and_calls_meanwhile_wait
         assert isinstance(received, TextMessage) and received.getText() == "on the new connection"
         with pytest.raises(InvalidDestinationException):  # the subscription is gone
             session.unsubscribe("gone")
+        assert len(recorder.events) == 2, recorder.events  # nothing told twice meanwhile
+        # On the thread that runs the ExceptionListener, never the reader or the reconnect supervisor
+        assert len(recorder.threads) == 1 and recorder.threads.pop().startswith("jmslike-events-")
     finally:
         connection.close()
     with pytest.raises(IllegalStateException):
@@ -147,11 +157,12 @@ def test_the_asyncio_api_tells_an_async_listener_in_order(
         def __init__(self) -> None:
             self.events: list[str] = []
             self.interrupted = asyncio.Event()
+            self.go_on = asyncio.Event()
 
         async def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
             self.events.append("interrupted")
             self.interrupted.set()
-            await asyncio.sleep(0.3)  # the reconnect may finish meanwhile; restored must wait for this
+            await self.go_on.wait()  # set once the reconnect is done: the restoration must wait for this
             self.events.append("interruption handled")
 
         async def onConnectionRestored(self, brokerURL: str) -> None:
@@ -170,6 +181,10 @@ def test_the_asyncio_api_tells_an_async_listener_in_order(
             await session.createProducer(queue).send(
                 session.createTextMessage("after")
             )  # waits for the reconnect
+            assert connection.ready.is_set() and slow.events == ["interrupted"], (
+                slow.events
+            )  # restoration held back
+            slow.go_on.set()
             url = f"{broker.kind}://{proxy.host}:{proxy.port}"
             deadline = asyncio.get_running_loop().time() + DEADLINE_S
             while len(slow.events) < 3:
@@ -185,6 +200,7 @@ def test_the_asyncio_api_tells_an_async_listener_in_order(
             assert [event for event, _ in plain.events] == ["interrupted", "restored"]
             received = await (await session.createConsumer(queue)).receive(RECEIVE_MS)
             assert isinstance(received, TextMessage) and received.getText() == "after"
+            assert len(slow.events) == 3 and len(plain.events) == 2, (slow.events, plain.events)  # none twice
         with pytest.raises(IllegalStateException):
             connection.getConnectionListener()
 

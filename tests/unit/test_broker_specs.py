@@ -211,20 +211,35 @@ def test_rabbitmq_plugin_closure_follows_app_files(tmp_path: Path) -> None:
     amqp = _plugin(tmp_path, "amqp_client", "3.10.8", "kernel,rabbit_common")
     _plugin(tmp_path, "rabbitmq_mqtt", "3.10.8", "kernel,rabbit")  # not enabled, so not linked
     (tmp_path / "README").write_text("not a plugin")
-    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) == sorted(
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel", "stdlib", "ssl"}) == sorted(
         [rabbit, prelaunch, common, ra, aten, stomp, amqp]
     )
 
 
 def test_rabbitmq_plugin_closure_gives_up_rather_than_guess(tmp_path: Path) -> None:
-    """A packed plugin or a missing one: None, and the launcher uses RabbitMQ's whole directory."""
+    """A plugin missing, an application neither a plugin nor Erlang's, an .app it cannot read, a packed plugin:
+    None, and the launcher uses RabbitMQ's whole directory."""
     _plugin(tmp_path, "rabbit", "3.10.8", "kernel")
     _plugin(tmp_path, "rabbitmq_prelaunch", "3.10.8", "kernel")
-    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) is None
-    _plugin(tmp_path, "rabbitmq_stomp", "3.10.8", "kernel,rabbit")
-    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) is not None
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is None  # the enabled plugin is not there
+    stomp = _plugin(tmp_path, "rabbitmq_stomp", "3.10.8", "kernel,rabbit,unheard_of")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is None  # neither a plugin nor Erlang's
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel", "unheard_of"}) is not None
+    (stomp / "ebin" / "rabbitmq_stomp.app").write_text('{application, rabbitmq_stomp, [{vsn, "3.10.8"}]}.\n')
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is None  # no applications list: no guess
+    (stomp / "ebin" / "rabbitmq_stomp.app").write_text(
+        "{application, rabbitmq_stomp, [\n  { applications , [\n    kernel,\n    'rabbit'\n  ]}]}.\n"
+    )
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is not None  # spaces, lines, quotes
     (tmp_path / "rabbitmq_shovel-3.10.8.ez").write_bytes(b"PK")
-    assert plugin_closure(tmp_path, ["rabbitmq_stomp"]) is None
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is None
+
+
+def test_rabbitmq_plugin_names_end_at_the_first_dash_as_rabbitmq_reads_them(tmp_path: Path) -> None:
+    _plugin(tmp_path, "rabbit", "3.10.8", "kernel")
+    _plugin(tmp_path, "rabbitmq_prelaunch", "3.10.8", "kernel")
+    odd = _plugin(tmp_path, "rabbitmq_stomp", "1.0.0-rc.1", "kernel")
+    assert odd in (plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) or [])
 
 
 def test_rabbitmq_plugins_dir_is_beside_sbin(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ def test_describe_names_the_listed_hosts_or_the_one_reached() -> None:
     config = parse_url("rabbitmq+ssl://alice:s3cret@a:1,b:2?reconnect=true")
     assert config.describe() == "rabbitmq+ssl://a:1,b:2"
     assert config.describe([("b", 2)]) == "rabbitmq+ssl://b:2"
+    assert parse_url("activemq://[::1]:61613").describe() == "activemq://[::1]:61613"  # a URL it would parse
 
 
 def test_create_connection_credentials_override_url() -> None:
