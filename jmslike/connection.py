@@ -62,6 +62,11 @@ log = logging.getLogger(__name__)
 
 ExceptionListener = Callable[[JMSException], None]
 
+#: setClientID while a reconnect outlasts the wait for it (both APIs): its supervisor would replace the new wire.
+RECONNECTING_CLIENT_ID = (
+    "the connection is reconnecting to its broker: set the client ID once it is back (or on a new connection)"
+)
+
 
 def warn_not_started(call: str, connection_id: str) -> None:
     """The hint both APIs log once per connection when a receive waits on a connection not started."""
@@ -263,11 +268,16 @@ class Connection(ConnectionDomainMethods):
         return self._client_id
 
     def setClientID(self, clientID: str) -> None:
-        """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2)."""
+        """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2). A reconnect under way
+        is waited for (up to the receipt timeout): its supervisor would replace the wire this opens."""
+        if self._config.reconnect and not self._ready.is_set():
+            self._ready.wait(self._config.receipt_timeout_ms / 1000)
         with self._lock:
             self.check_open()
             check_client_id_settable(self._client_id, self._client_id_locked)
             check_client_id(clientID)
+            if self._supervising:
+                raise IllegalStateException(RECONNECTING_CLIENT_ID)
             new_wire = self._open_wire(clientID)  # raises InvalidClientIDException if the broker refuses
             old_wire, self.wire = self.wire, new_wire
             self._client_id = clientID
@@ -499,10 +509,11 @@ class Connection(ConnectionDomainMethods):
     def _run_event(self, task: Callable[[], None], whose: str) -> None:
         with self._lock:
             if self._event_thread is None:
-                self._event_thread = threading.Thread(
+                thread = threading.Thread(
                     target=self._event_loop, name=f"jmslike-events-{self.connection_id}", daemon=True
                 )
-                self._event_thread.start()
+                thread.start()  # may raise (the interpreter is ending): then none is recorded, and the next tries
+                self._event_thread = thread
         self._events.put((task, whose))
 
     def _event_loop(self) -> None:
@@ -519,8 +530,8 @@ class Connection(ConnectionDomainMethods):
     # -- recovery -------------------------------------------------------------------------------------
 
     def on_lost(self, error: ConnectionLostException, wire: object | None = None) -> None:
-        """Called on the receiver thread of ``wire`` (the router saw it was ours): record the loss, wake waiters,
-        start the supervisor."""
+        """``wire`` was lost (the router, on its receiver thread, or the supervisor saw it was ours): record the
+        loss, wake waiters, start the supervisor; nothing if ``wire`` is no longer this connection's."""
         # Under the lock, which the restoration is told under too: the listener hears them in the order they were.
         with self._lock:
             if self._closed or (wire is not None and not self.owns(wire)):
@@ -551,9 +562,12 @@ class Connection(ConnectionDomainMethods):
         finally:
             with self._lock:
                 self._supervising = False
-                lost_again = not self._closed and self._failed is None and not self.wire.is_open
+                lost = self.wire
+                lost_again = not self._closed and self._failed is None and not lost.is_open
         if lost_again:  # lost between installing the new wire and here: on_lost saw a supervisor running
-            self.on_lost(ConnectionLostException("the connection was lost again right after reconnecting"))
+            self.on_lost(
+                ConnectionLostException("the connection was lost again right after reconnecting"), lost
+            )
 
     def _reconnect(self, error: ConnectionLostException) -> None:
         delay = self._config.reconnect_delay_ms / 1000

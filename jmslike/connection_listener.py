@@ -12,7 +12,7 @@ thread that runs the ExceptionListener, in the order things happened, one call a
 it in tasks of their own, each awaited to its end before the next begins (ordered among themselves, not against
 ExceptionListener tasks); a plain, not coroutine, method there runs on the event loop and must not block. An
 interruption comes before the restoration that ends it; a listener set while a reconnect is under way hears only
-its end. A connection without ``reconnect`` tells it nothing: its loss is final, and the ExceptionListener hears
+its end (or nothing, if it gives up). A connection without ``reconnect`` tells it nothing: its loss is final, and the ExceptionListener hears
 of it.
 """
 

@@ -30,7 +30,7 @@ class RoutingConnection(Protocol):
     def subscriber_for(self, sub_id: str) -> Subscriber | None: ...
 
     def owns(self, wire: object) -> bool:
-        """Whether ``wire`` is this connection's current, open wire."""
+        """Whether ``wire`` is this connection's current wire (lost or not)."""
 
     def report(self, error: JMSException) -> None: ...
 

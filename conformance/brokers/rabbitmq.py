@@ -208,9 +208,10 @@ def plugin_closure(
         if entry.suffix == ".ez":
             return None  # a packed plugin: its .app cannot be read here, so the whole directory is used
         if entry.is_dir():
-            apps[entry.name.split("-", 1)[0]] = (
-                entry  # RabbitMQ's own reading: the name ends at the first "-"
-            )
+            name = entry.name.split("-", 1)[0]  # RabbitMQ's own reading: the name ends at the first "-"
+            if name in apps:
+                return None  # two versions of one plugin: which RabbitMQ takes is its business
+            apps[name] = entry
     wanted: list[str] = ["rabbit", "rabbitmq_prelaunch", *enabled]
     needed: dict[str, Path] = {}
     while wanted:

@@ -31,8 +31,8 @@ from jmslike.aio.private_link import PrivateLink
 from jmslike.aio.session import Session
 from jmslike.aio.session_engine import SessionEngine
 from jmslike.config import ConnectionConfig, parse_url
-from jmslike.connection import Connection as ThreadedConnection
 from jmslike.connection import (
+    RECONNECTING_CLIENT_ID,
     ConnectionMetaData,
     check_client_id,
     check_client_id_settable,
@@ -40,6 +40,7 @@ from jmslike.connection import (
     private_connection,
     warn_not_started,
 )
+from jmslike.connection import Connection as ThreadedConnection
 from jmslike.connection_listener import AsyncConnectionListener, ConnectionListener, check_connection_listener
 from jmslike.context import SharedConnection, unchecked_async
 from jmslike.contract import Adapter, AsyncWire, SilentConnectRefusal, Wire
@@ -336,12 +337,22 @@ class Connection:
         self.check_open()
         check_client_id_settable(self._client_id, self._client_id_locked)
         check_client_id(clientID)
+        # A reconnect under way is waited for: its supervisor would replace the new wire.
+        await self.use_wire()
+        if self._reconnecting():
+            raise IllegalStateException(RECONNECTING_CLIENT_ID)
         self._client_id_locked = True
         new_wire = await self._open_wire(clientID)
+        if self._reconnecting():  # lost while the new wire was opened: the reconnect would replace it
+            await new_wire.close(timeout_s=2.0)
+            raise IllegalStateException(RECONNECTING_CLIENT_ID)
         old_wire, self._wire = self._wire, new_wire
         self._client_id = clientID
         if old_wire is not None:
             await old_wire.close(timeout_s=2.0)
+
+    def _reconnecting(self) -> bool:
+        return self._supervisor is not None and not self._supervisor.done()
 
     def getMetaData(self) -> ConnectionMetaData:
         """What is known about the provider and the broker (CONNECTED ``server``), as in the threaded API."""

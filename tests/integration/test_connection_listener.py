@@ -205,3 +205,56 @@ def test_the_asyncio_api_tells_an_async_listener_in_order(
             connection.getConnectionListener()
 
     aio_support.run(body, DEADLINE_S * 3)
+
+
+def test_set_client_id_during_a_reconnect_waits_for_it_in_both_apis(
+    broker: Any, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """A connection cut before its first call reconnects without a client ID; setClientID called meanwhile waits
+    for the reconnect and then claims the ID on the new connection (before, the reconnect could install its own
+    wire over the one setClientID had opened)."""
+    threaded_id, aio_id = name("c"), name("c")
+    recorder = Recorder()
+    connection = ConnectionFactory(proxy_url(**RECONNECT)).createConnection(broker.user, broker.password)
+    try:
+        connection.setConnectionListener(
+            recorder
+        )  # leaves the client ID settable, as setExceptionListener does
+        proxy.partition()
+        assert recorder.interrupted.wait(DEADLINE_S / 3), "the loss went unnoticed"
+        with ThreadPoolExecutor(1) as pool:
+            setting = pool.submit(connection.setClientID, threaded_id)
+            done, _ = wait([setting], timeout=0.5)  # a call that took the lost wire fails in this time
+            assert not done, setting.exception()
+            proxy.resume()
+            setting.result(timeout=DEADLINE_S)
+        assert connection.getClientID() == threaded_id
+        with pytest.raises(JMSException):  # the broker holds the ID for this connection
+            ConnectionFactory(broker.url, clientID=threaded_id).createConnection(broker.user, broker.password)
+    finally:
+        connection.close()
+
+    async def body() -> None:
+        interrupted = asyncio.Event()
+
+        class Watch(AioConnectionListener):
+            async def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+                interrupted.set()
+
+        factory = AioConnectionFactory(proxy_url(**RECONNECT))
+        async with await factory.createConnection(broker.user, broker.password) as aio_connection:
+            aio_connection.setConnectionListener(Watch())
+            proxy.partition()
+            await asyncio.wait_for(interrupted.wait(), DEADLINE_S / 3)
+            setting = asyncio.ensure_future(aio_connection.setClientID(aio_id))
+            done, _ = await asyncio.wait([setting], timeout=0.5)
+            assert not done, setting
+            proxy.resume()
+            await setting
+            assert aio_connection.getClientID() == aio_id
+            with pytest.raises(JMSException):
+                await AioConnectionFactory(broker.url, clientID=aio_id).createConnection(
+                    broker.user, broker.password
+                )
+
+    aio_support.run(body, DEADLINE_S * 2)

@@ -242,6 +242,45 @@ def test_rabbitmq_plugin_names_end_at_the_first_dash_as_rabbitmq_reads_them(tmp_
     assert odd in (plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) or [])
 
 
+def test_rabbitmq_two_versions_of_one_plugin_are_left_to_rabbitmq(tmp_path: Path) -> None:
+    _plugin(tmp_path, "rabbit", "3.10.8", "kernel")
+    _plugin(tmp_path, "rabbitmq_prelaunch", "3.10.8", "kernel")
+    _plugin(tmp_path, "rabbitmq_stomp", "3.10.8", "kernel")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is not None
+    _plugin(tmp_path, "rabbitmq_stomp", "3.10.9", "kernel")
+    assert plugin_closure(tmp_path, ["rabbitmq_stomp"], {"kernel"}) is None
+
+
+def test_rabbitmq_launcher_links_a_fresh_plugins_directory_at_each_start(tmp_path: Path) -> None:
+    """What RABBITMQ_PLUGINS_DIR names: links made anew (the old set removed), or nothing on the fallback. The
+    hooks start() calls are called directly here: no process is started."""
+    home = tmp_path / "rabbitmq"
+    (home / "sbin").mkdir(parents=True)
+    (home / "sbin" / "rabbitmq-server").write_text("#!/bin/sh\n")
+    plugins = home / "plugins"
+    for app in ("rabbit", "rabbitmq_prelaunch", "rabbitmq_stomp"):
+        _plugin(plugins, app, "3.10.8", "")  # no dependencies: nothing asked of the machine's Erlang
+    _plugin(plugins, "rabbitmq_mqtt", "3.10.8", "")
+    (tmp_path / "data").mkdir()  # start() makes it before linking
+    broker = RabbitMQBroker(management=False, data_dir=tmp_path / "data")
+    broker._server = home / "sbin" / "rabbitmq-server"
+    broker._link_plugins()
+    first = Path(broker._environment()["RABBITMQ_PLUGINS_DIR"])
+    assert sorted(link.name for link in first.iterdir()) == [
+        "rabbit-3.10.8",
+        "rabbitmq_prelaunch-3.10.8",
+        "rabbitmq_stomp-3.10.8",
+    ]
+    assert all(link.is_symlink() and link.resolve().parent == plugins for link in first.iterdir())
+    broker._link_plugins()
+    second = Path(broker._environment()["RABBITMQ_PLUGINS_DIR"])
+    assert second != first and not first.exists() and second.is_dir()
+    (plugins / "rabbitmq_shovel-3.10.8.ez").write_bytes(b"PK")
+    broker._link_plugins()
+    assert "RABBITMQ_PLUGINS_DIR" not in broker._environment() and not second.exists()
+    assert (plugins / "rabbit-3.10.8" / "ebin" / "rabbit.app").is_file()  # RabbitMQ's own files untouched
+
+
 def test_rabbitmq_plugins_dir_is_beside_sbin(tmp_path: Path) -> None:
     (tmp_path / "sbin").mkdir()
     (tmp_path / "sbin" / "rabbitmq-server").write_text("#!/bin/sh\n")
