@@ -270,19 +270,32 @@ class Connection(ConnectionDomainMethods):
     def setClientID(self, clientID: str) -> None:
         """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2). A reconnect under way
         is waited for (up to the receipt timeout): its supervisor would replace the wire this opens."""
+        self._check_client_id_claim(clientID)
         if self._config.reconnect and not self._ready.is_set():
             self._ready.wait(self._config.receipt_timeout_ms / 1000)
         with self._lock:
-            self.check_open()
-            check_client_id_settable(self._client_id, self._client_id_locked)
-            check_client_id(clientID)
-            if self._supervising:
+            self._check_client_id_claim(clientID)  # again: the wait let other calls in
+            if (
+                not self._ready.is_set()
+            ):  # the reconnect outlasted the wait (once ready, none replaces the wire)
                 raise IllegalStateException(RECONNECTING_CLIENT_ID)
             new_wire = self._open_wire(clientID)  # raises InvalidClientIDException if the broker refuses
+            if not new_wire.is_open:  # lost as it opened: its router ignored that (the wire was not ours yet)
+                new_wire.close(timeout_s=1.0)
+                raise ConnectionLostException(
+                    f"the connection that claimed client ID {clientID!r} was lost at once"
+                )
             old_wire, self.wire = self.wire, new_wire
             self._client_id = clientID
             self._client_id_locked = True
         old_wire.close(timeout_s=2.0)
+
+    def _check_client_id_claim(self, client_id: str) -> None:
+        self.check_open()
+        check_client_id_settable(self._client_id, self._client_id_locked)
+        check_client_id(client_id)
+        if self._failed is not None:
+            raise self._failed
 
     def _lock_client_id(self) -> None:
         self._client_id_locked = True
@@ -503,8 +516,14 @@ class Connection(ConnectionDomainMethods):
         """Queue ``call`` for the ConnectionListener, behind the reports already queued (never dropped: there
         is one per loss and one per reconnect)."""
         listener = self._connection_listener
-        if listener is not None:
+        if listener is None:
+            return
+        try:
             self._run_event(lambda: call(listener), "ConnectionListener")
+        except (
+            RuntimeError
+        ) as exc:  # no thread can start: the loss and the reconnect go on without the listener
+            log.warning("the ConnectionListener could not be told (%s)", exc)
 
     def _run_event(self, task: Callable[[], None], whose: str) -> None:
         with self._lock:

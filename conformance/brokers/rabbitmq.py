@@ -195,8 +195,8 @@ def plugin_closure(
     """The directories under ``plugins_dir`` that ``enabled`` plugins need: ``rabbit`` and its prelaunch, the
     plugins, and what each ``ebin/APP.app`` lists as applications, transitively (an application that is neither
     here nor one of ``erlang_apps``, Erlang's own, ends the search). None when that cannot be worked out (a
-    packed ``.ez`` plugin, something missing, an ``.app`` without its ``applications``): the caller then keeps
-    RabbitMQ's whole directory.
+    packed ``.ez`` plugin, two versions of one, something missing, an ``.app`` without its ``applications``): the
+    caller then keeps RabbitMQ's whole directory.
 
     Why: RabbitMQ 3.10's prelaunch reads the configuration schema of every application in its plugins
     directory (``rabbit_prelaunch_conf:find_cuttlefish_schemas``, 22 schemas in Debian's 70 plugins) and its

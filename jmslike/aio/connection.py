@@ -129,6 +129,7 @@ class Connection:
         self._loop = loop
         self._client_id: str | None = None
         self._client_id_locked = False
+        self._claiming_client_id = False  # a setClientID's broker claim under way (setClientID)
         self._server = ""  # CONNECTED's server header, for getMetaData
         self._started = asyncio.Event()
         self._stopped_hint_given = False
@@ -334,25 +335,39 @@ class Connection:
     async def setClientID(self, clientID: str) -> None:
         """Set the client ID; only right after the connection was created (JMS 1.1 §4.3.2). The broker claim
         happens now: InvalidClientIDException if another connection holds it."""
-        self.check_open()
-        check_client_id_settable(self._client_id, self._client_id_locked)
-        check_client_id(clientID)
-        # A reconnect under way is waited for: its supervisor would replace the new wire.
+        self._check_client_id_claim(clientID)
+        # A reconnect under way is waited for (its supervisor would replace the new wire); a lost connection raises.
         await self.use_wire()
-        if self._reconnecting():
+        self._check_client_id_claim(clientID)  # again: the wait let other calls in
+        if not self._ready.is_set():
             raise IllegalStateException(RECONNECTING_CLIENT_ID)
+        self._claiming_client_id = (
+            True  # a second setClientID meanwhile is refused; a failed claim leaves it settable
+        )
+        try:
+            new_wire = await self._open_wire(clientID)
+        finally:
+            self._claiming_client_id = False
+        if self._closed or self._failure is not None or not self._ready.is_set() or not new_wire.is_open:
+            await new_wire.close(
+                timeout_s=2.0
+            )  # lost meanwhile (a reconnect would replace it), or as it opened
+            self.check_open()
+            if self._failure is None and not self._ready.is_set():
+                raise IllegalStateException(RECONNECTING_CLIENT_ID)
+            raise ConnectionLostException(
+                f"the connection that claimed client ID {clientID!r} was lost"
+            ) from (self._failure)
         self._client_id_locked = True
-        new_wire = await self._open_wire(clientID)
-        if self._reconnecting():  # lost while the new wire was opened: the reconnect would replace it
-            await new_wire.close(timeout_s=2.0)
-            raise IllegalStateException(RECONNECTING_CLIENT_ID)
         old_wire, self._wire = self._wire, new_wire
         self._client_id = clientID
         if old_wire is not None:
             await old_wire.close(timeout_s=2.0)
 
-    def _reconnecting(self) -> bool:
-        return self._supervisor is not None and not self._supervisor.done()
+    def _check_client_id_claim(self, client_id: str) -> None:
+        self.check_open()
+        check_client_id_settable(self._client_id, self._client_id_locked or self._claiming_client_id)
+        check_client_id(client_id)
 
     def getMetaData(self) -> ConnectionMetaData:
         """What is known about the provider and the broker (CONNECTED ``server``), as in the threaded API."""
