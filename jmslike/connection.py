@@ -275,9 +275,8 @@ class Connection(ConnectionDomainMethods):
             self._ready.wait(self._config.receipt_timeout_ms / 1000)
         with self._lock:
             self._check_client_id_claim(clientID)  # again: the wait let other calls in
-            if (
-                not self._ready.is_set()
-            ):  # the reconnect outlasted the wait (once ready, none replaces the wire)
+            # Not ready: the reconnect outlasted the wait (once ready, no supervisor replaces the wire).
+            if not self._ready.is_set():
                 raise IllegalStateException(RECONNECTING_CLIENT_ID)
             new_wire = self._open_wire(clientID)  # raises InvalidClientIDException if the broker refuses
             if not new_wire.is_open:  # lost as it opened: its router ignored that (the wire was not ours yet)
@@ -520,9 +519,7 @@ class Connection(ConnectionDomainMethods):
             return
         try:
             self._run_event(lambda: call(listener), "ConnectionListener")
-        except (
-            RuntimeError
-        ) as exc:  # no thread can start: the loss and the reconnect go on without the listener
+        except RuntimeError as exc:  # no thread can start: the loss and the reconnect go on without it
             log.warning("the ConnectionListener could not be told (%s)", exc)
 
     def _run_event(self, task: Callable[[], None], whose: str) -> None:

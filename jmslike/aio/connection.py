@@ -341,23 +341,21 @@ class Connection:
         self._check_client_id_claim(clientID)  # again: the wait let other calls in
         if not self._ready.is_set():
             raise IllegalStateException(RECONNECTING_CLIENT_ID)
-        self._claiming_client_id = (
-            True  # a second setClientID meanwhile is refused; a failed claim leaves it settable
-        )
+        # A second setClientID meanwhile is refused; a failed claim leaves the ID settable.
+        self._claiming_client_id = True
         try:
             new_wire = await self._open_wire(clientID)
         finally:
             self._claiming_client_id = False
         if self._closed or self._failure is not None or not self._ready.is_set() or not new_wire.is_open:
-            await new_wire.close(
-                timeout_s=2.0
-            )  # lost meanwhile (a reconnect would replace it), or as it opened
+            # Lost meanwhile (a reconnect would replace the new wire), or as it opened.
+            await new_wire.close(timeout_s=2.0)
             self.check_open()
             if self._failure is None and not self._ready.is_set():
                 raise IllegalStateException(RECONNECTING_CLIENT_ID)
             raise ConnectionLostException(
                 f"the connection that claimed client ID {clientID!r} was lost"
-            ) from (self._failure)
+            ) from self._failure
         self._client_id_locked = True
         old_wire, self._wire = self._wire, new_wire
         self._client_id = clientID

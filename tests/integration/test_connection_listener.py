@@ -178,12 +178,9 @@ def test_the_asyncio_api_tells_an_async_listener_in_order(
             queue = session.createQueue(name("q"))
             proxy.drop()  # the next attempt gets through
             await asyncio.wait_for(slow.interrupted.wait(), DEADLINE_S / 3)
-            await session.createProducer(queue).send(
-                session.createTextMessage("after")
-            )  # waits for the reconnect
-            assert connection.ready.is_set() and slow.events == ["interrupted"], (
-                slow.events
-            )  # restoration held back
+            # The send waits for the reconnect; the restoration is then held back behind the interruption.
+            await session.createProducer(queue).send(session.createTextMessage("after"))
+            assert connection.ready.is_set() and slow.events == ["interrupted"], slow.events
             slow.go_on.set()
             url = f"{broker.kind}://{proxy.host}:{proxy.port}"
             deadline = asyncio.get_running_loop().time() + DEADLINE_S
@@ -218,9 +215,8 @@ def test_set_client_id_during_a_reconnect_waits_for_it_in_both_apis(
     recorder = Recorder()
     connection = ConnectionFactory(proxy_url(**patient)).createConnection(broker.user, broker.password)
     try:
-        connection.setConnectionListener(
-            recorder
-        )  # leaves the client ID settable, as setExceptionListener does
+        # This leaves the client ID settable, as setExceptionListener does.
+        connection.setConnectionListener(recorder)
         proxy.partition()
         assert recorder.interrupted.wait(DEADLINE_S / 3), "the loss went unnoticed"
         with ThreadPoolExecutor(1) as pool:
