@@ -875,6 +875,13 @@ class SessionEngine:
                 result = task()
                 if inspect.isawaitable(result):
                     await result
+            except asyncio.CancelledError:
+                running = asyncio.current_task()
+                if running is not None and running.cancelling():
+                    raise  # the caller's task is what is cancelled (the session closing, a cancelled commit)
+                # Something the callback awaited was cancelled: the callback failed, as a listener does
+                # (_dispatch_one); raised on, it would end the dispatch task and strand every listener.
+                self._connection.report(JMSException("a CompletionListener was cancelled"))
             except Exception as exc:  # the application's callback: reported, never raised into jmslike
                 self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
             finally:
@@ -978,7 +985,9 @@ class SessionEngine:
         if self._mode not in _ACK_ON_DELIVERY:
             await self._release_closed()
             return
-        if self._recover_current or (failed and pending.local_redeliveries < MAX_LISTENER_REDELIVERIES):
+        # A failure counts before a recover() the listener called, as in the threaded engine: a listener that
+        # recovers and then raises gets its message back at most MAX_LISTENER_REDELIVERIES times, not forever.
+        if failed and pending.local_redeliveries < MAX_LISTENER_REDELIVERIES:
             self._redeliver_locally([(consumer, pending)])
         elif failed:
             log.error(
@@ -988,6 +997,8 @@ class SessionEngine:
                 pending.delivery_count,
             )
             self._poison(consumer, pending)
+        elif self._recover_current:
+            self._redeliver_locally([(consumer, pending)])
         else:
             self._ack_consumed(consumer, pending)
         await self._release_closed()
