@@ -137,7 +137,7 @@ def bound_socket_in_time(sock: socket.socket, write_timeout_s: float) -> None:
       what it was writing; when the kernel ends it first, :func:`kernel_gave_up` says why);
     * keepalive: see :data:`KEEPALIVE_IDLE_S`.
 
-    The write deadline itself is :meth:`StompSocket.write`'s: the socket is non-blocking.
+    The write deadline itself is :meth:`StompSocket._write_all`'s: the socket is non-blocking.
     """
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     for name, value in (
@@ -414,10 +414,12 @@ class StompSocket:
     are written, so the owner has recorded a receipt before its answer can arrive.
     """
 
-    #: Sockets whose flusher started: what they hold is written at interpreter exit (registered with the first).
+    #: Sockets whose flusher started: what they hold is written at interpreter exit (the hook registered below the
+    #: class, when this module is imported).
     _batching: ClassVar[weakref.WeakSet[StompSocket]] = weakref.WeakSet()
     _batching_lock: ClassVar[threading.Lock] = threading.Lock()
-    _exit_hook_registered: ClassVar[bool] = False
+    #: The exit hook ran: from then on nothing is held (only the frozen daemon flusher could write it).
+    _exited: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -598,7 +600,10 @@ class StompSocket:
 
     def _flusher_started(self) -> bool:
         """The flusher thread runs (started on first need); False when no thread can start (the interpreter is
-        shutting down, or out of threads), and then nothing may be held: the frame is written at once."""
+        shutting down, or out of threads) or the exit hook has run (an exit handler of the application's, run after
+        it, may still send), and then nothing may be held: the frame is written at once."""
+        if StompSocket._exited:
+            return False
         if self._flusher is None:
             flusher = threading.Thread(
                 target=self._flush_loop, name=f"jmslike-flush-{self._host[0]}:{self._host[1]}", daemon=True
@@ -609,11 +614,8 @@ class StompSocket:
                 return False
             self._flusher = flusher
             with StompSocket._batching_lock:
-                if not StompSocket._exit_hook_registered:
-                    atexit.register(StompSocket._write_batches_at_exit)
-                    if hasattr(os, "register_at_fork"):  # POSIX
-                        os.register_at_fork(after_in_child=StompSocket._forget_batches_in_fork_child)
-                    StompSocket._exit_hook_registered = True
+                if StompSocket._exited:  # the hook took its list meanwhile: this socket is not on it
+                    return False
                 StompSocket._batching.add(self)
         return True
 
@@ -623,6 +625,7 @@ class StompSocket:
         keep the process alive), frozen when the interpreter ends; a send that returned must not be lost with
         it when the process exits without closing the connection (before coalescing the kernel had its bytes)."""
         with cls._batching_lock:
+            cls._exited = True
             sockets = list(cls._batching)
         for sock in sockets:
             if not sock._write_lock.acquire(timeout=_EXIT_WRITE_S):
@@ -905,6 +908,7 @@ class StompSocket:
             if deadline is None:
                 return
             stalled: str | None = None
+            closed = False
             if self._write_lock.acquire(blocking=False):  # a writer holding it is writing: that counts
                 try:
                     with self._proto_lock:
@@ -912,11 +916,16 @@ class StompSocket:
                     if beat:
                         self._write_all(self._batch.before(beat), self._write_timeout_s)
                 except SocketClosed:
-                    return
+                    closed = True
                 except WriteStalled as exc:
                     stalled = str(exc)
                 finally:
                     self._write_lock.release()
+            if closed:
+                # Ended here, as the flusher does: the reader may not notice (held while the consumers' buffer is
+                # full, it polls nothing), and nothing else would report the loss or start a reconnect.
+                self.abort()
+                return
             if stalled is not None:
                 self.abort(stalled)
                 return
@@ -977,3 +986,11 @@ class StompSocket:
         finally:
             if locked:
                 self._write_lock.release()
+
+
+# Registered at import, not at the first held frame: exit handlers run in the reverse order of registration, so one
+# the application registers later (after importing jmslike) runs before this and its held frames are written here;
+# and a hook registered while exit handlers run is never called (a first held frame sent from an exit handler).
+atexit.register(StompSocket._write_batches_at_exit)
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=StompSocket._forget_batches_in_fork_child)

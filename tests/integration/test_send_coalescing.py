@@ -207,6 +207,30 @@ for body in ("HOLD m0", "m1", "m2"):  # the peer never answers the first: the ot
     assert [a.body for a in peer.wait_for(3)] == [b"HOLD m0", b"m1", b"m2"]
 
 
+def test_sends_from_an_exit_handler_of_the_application_reach_the_broker(peer: ReceiptPeer) -> None:
+    """Review finding: the exit hook was registered at the first held frame, so an application's exit handler (run
+    in reverse order of registration) that made the first held sends registered it while exit handlers ran, too
+    late to be called: the held frames were lost though their sends returned."""
+    script = f"""
+import atexit
+from jmslike import ConnectionFactory, DeliveryMode, Session
+url = "activemq://127.0.0.1:{peer.port}?send_coalesce_us=10000&heartbeat_ms=0"
+connection = ConnectionFactory(url).createConnection("user", "password")
+session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+producer = session.createProducer(session.createQueue("exit"))
+producer.setDeliveryMode(DeliveryMode.NON_PERSISTENT)
+
+def last_words() -> None:
+    for body in ("HOLD m0", "m1", "m2"):  # the peer never answers the first: the others would be held
+        producer.send(session.createTextMessage(body))
+
+atexit.register(last_words)
+"""  # and exits, the connection open
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=DEADLINE_S)
+    assert done.returncode == 0, done.stderr
+    assert [a.body for a in peer.wait_for(3)] == [b"HOLD m0", b"m1", b"m2"]
+
+
 def test_an_occasional_send_is_written_at_once_though_a_receipt_stays_due(peer: ReceiptPeer) -> None:
     """A receipt that will never come (timed out, or a RabbitMQ send rolled back before it was answered) must not
     make every later unwaited send wait out the hold: only a stream coalesces (review of 3cc94e8)."""
