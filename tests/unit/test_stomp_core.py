@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jmslike.adapters.stomp_core import (
+    PROGRESS_BYTES,
     SILENCE_TOLERANCE,
     Connected,
     ConnectRefused,
@@ -311,6 +312,23 @@ def test_part_of_a_frame_is_no_sign_of_life() -> None:
     assert protocol.peer_silent(now=1.0 + 5.0 * SILENCE_TOLERANCE + 0.1)
     protocol.receive_data(b"\n\x00", now=8.0)  # it ends: the broker is alive
     assert not protocol.peer_silent(now=8.0 + 5.0 * SILENCE_TOLERANCE)
+
+
+def test_a_big_frame_arriving_steadily_is_a_sign_of_life_and_a_trickle_is_not() -> None:
+    """Review finding: a message taking longer than the heart-beat timeout to arrive (100 MiB under about 4 MB/s)
+    dropped the connection, though its bytes kept coming; the broker cannot beat inside a frame."""
+    protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s
+    tolerance = 5.0 * SILENCE_TOLERANCE
+    protocol.receive_data(b"MESSAGE\nsubscription:1\ncontent-length:10000000\n\n", now=0.0)
+    chunk = b"x" * PROGRESS_BYTES
+    for step in range(1, 6):  # one chunk per 10 s: 50 s in all, four timeouts' worth
+        protocol.receive_data(chunk, now=10.0 * step)
+        assert not protocol.peer_silent(now=10.0 * step + tolerance - 0.1), step
+    trickle = connected(heartbeat_ms=(0, 2000))
+    trickle.receive_data(b"MESSAGE\nsubscription:1\n", now=0.0)
+    for second in range(1, 13):  # a few bytes a second: never the progress of a real frame
+        trickle.receive_data(b"h" * 100, now=float(second))
+    assert trickle.peer_silent(now=tolerance + 0.1)
 
 
 def test_silence_is_not_measured_while_jmslike_holds_reading_back() -> None:
