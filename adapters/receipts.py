@@ -23,7 +23,7 @@ The book never calls back: it returns what must be answered, and its owner answe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -96,6 +96,13 @@ class ReceiptBook(Generic[P]):
             self._take(receipt_id)
         return gone
 
+    def _refused_one(self, answered_later: Callable[[P], bool] | None) -> str:
+        """The receipt id of the call an ERROR that named none refused (see :meth:`end`)."""
+        for receipt_id, call in self._pending.items():
+            if receipt_id not in self._abandoned and (answered_later is None or not answered_later(call)):
+                return receipt_id
+        return next(iter(self._pending))
+
     def _take(self, receipt_id: str) -> P | None:
         self._abandoned.discard(receipt_id)
         return self._pending.pop(receipt_id, None)
@@ -144,16 +151,21 @@ class ReceiptBook(Generic[P]):
         self._unmatched_error = None
         return held, None
 
-    def end(self, closing: bool) -> Ending[P]:
+    def end(self, closing: bool, answered_later: Callable[[P], bool] | None = None) -> Ending[P]:
         """The connection ended (``closing``: because this client closed it). Everything waiting is in the
-        returned :class:`Ending`; the book is empty afterwards and holds no later receipt."""
+        returned :class:`Ending`; the book is empty afterwards and holds no later receipt.
+
+        The refused frame is the oldest call the broker should have answered by now: not one whose caller gave up
+        (its answer may never come, a timed-out request), nor one ``answered_later`` says the broker answers only
+        at some later frame (RabbitMQ's transactional SENDs, answered at COMMIT), which would otherwise take the
+        error of a frame sent after it. Only when every waiting call is such is the oldest one taken."""
         self._ended = True
         ending: Ending[P] = Ending()
         if self._unmatched_error is not None and not closing:
             if self._held:
                 ending.culprit = self._held.pop(0)
             elif self._pending:
-                ending.culprit = self._take(next(iter(self._pending)))
+                ending.culprit = self._take(self._refused_one(answered_later))
             ending.culprit_text = self._unmatched_error
         ending.arrived, self._held = self._held, []
         ending.unanswered = list(self._pending.values())

@@ -318,7 +318,7 @@ class WireBase(Generic[P]):
         """Answer everything still waiting: the frame an unmatched ERROR refused gets the broker's error (it is
         the oldest waiting, see receipts.py), calls whose receipts arrived succeed, the rest get ``error``."""
         with self._lock:
-            ending: Ending[P] = self._receipts.end(self._closing)
+            ending: Ending[P] = self._receipts.end(self._closing, _answered_at_commit)
         if ending.culprit is not None:
             frame = ending.culprit.frame
             error_class = self._error_for(ending.culprit_text, frame)
@@ -376,3 +376,10 @@ class WireBase(Generic[P]):
     def _call_later(self, delay_s: float, callback: Callable[[], None]) -> None:
         """Run ``callback`` after ``delay_s`` (it takes the lock itself)."""
         raise NotImplementedError
+
+
+def _answered_at_commit(call: Answerable) -> bool:
+    """A transactional SEND: a broker may answer it only at COMMIT (RabbitMQ, ``transactional_send_receipts``),
+    so while it waits it cannot be the frame an ERROR naming no receipt refused (ReceiptBook.end)."""
+    frame = call.frame
+    return bool(frame.command == "SEND" and "transaction" in frame.headers)

@@ -577,3 +577,32 @@ def test_rabbitmq_quorum_queue_declared_by_someone_else(
     classic = connect().createSession(False, Session.AUTO_ACKNOWLEDGE)
     with pytest.raises(JMSException, match="x-queue-type"):
         classic.createProducer(classic.createQueue(unique_name)).send(classic.createTextMessage("refused"))
+
+
+def test_rabbitmq_refusal_reaches_the_refused_send_not_an_open_transactions_send(
+    broker: Any, connect: Callable[..., Connection], unique_name: str
+) -> None:
+    """RabbitMQ answers a transactional SEND only at COMMIT, so it waits in front of every later frame; when
+    another session's SEND is refused (an ERROR naming no receipt, then the connection closes), the refusal went to
+    the transaction's send and the refused send got a plain loss (review finding). Now the refused send raises the
+    broker's reason and the transaction ends with the loss."""
+    if broker.kind != "rabbitmq":
+        pytest.skip(
+            "only RabbitMQ answers transactional SENDs at COMMIT and refuses without naming the receipt"
+        )
+    from jmslike.adapters.rabbitmq_management import RabbitMQManagement
+
+    RabbitMQManagement(broker.management_url, broker.user, broker.password).declare_queue(
+        "/", unique_name, {"x-queue-type": "quorum"}
+    )
+    connection = connect()
+    transacted = connection.createSession(True, Session.SESSION_TRANSACTED)
+    transacted.createProducer(transacted.createQueue(unique_name + "-tx")).send(
+        transacted.createTextMessage("waits for COMMIT")
+    )
+    plain = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    with pytest.raises(JMSException, match="x-queue-type"):  # a classic re-declaration: refused
+        plain.createProducer(plain.createQueue(unique_name)).send(plain.createTextMessage("refused"))
+    with pytest.raises(JMSException) as ended:
+        transacted.commit()
+    assert "x-queue-type" not in str(ended.value), ended.value

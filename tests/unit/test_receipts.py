@@ -80,6 +80,27 @@ def test_without_held_receipts_the_oldest_waiting_call_is_the_culprit() -> None:
     assert ending.unanswered == ["send-2"]
 
 
+def test_a_call_answered_only_later_or_given_up_is_not_blamed_for_an_unmatched_error() -> None:
+    """Review finding: RabbitMQ answers a transactional SEND only at COMMIT, so it waits at the front of the book;
+    a refused frame sent after it (another session's SEND to a missing exchange) gave its error to the
+    transaction's send, and the refused send got a plain loss. A request whose caller gave up is skipped too."""
+    book: ReceiptBook[str] = ReceiptBook()
+    book.record("r1", "tx-send")
+    book.record("r2", "timed-out")
+    book.abandon("timed-out")
+    book.record("r3", "refused-send")
+    book.record("r4", "later")
+    book.refused(None)
+    book.unmatched("not_found", now=0.0)
+    ending = book.end(closing=False, answered_later=lambda call: call.startswith("tx"))
+    assert ending.culprit == "refused-send"
+    assert ending.unanswered == ["tx-send", "timed-out", "later"]
+    only_later: ReceiptBook[str] = ReceiptBook()
+    only_later.record("r1", "tx-send")
+    only_later.unmatched("refused", now=0.0)
+    assert only_later.end(closing=False, answered_later=lambda call: True).culprit == "tx-send"
+
+
 def test_a_connection_this_client_closed_blames_no_culprit() -> None:
     book: ReceiptBook[str] = ReceiptBook()
     book.record("r1", "send-1")
