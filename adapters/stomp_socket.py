@@ -620,6 +620,13 @@ class StompSocket:
         return True
 
     @classmethod
+    def install_process_hooks(cls) -> None:
+        """Register the exit hook and the fork hook below, once, when this module is imported (its last line)."""
+        atexit.register(cls._write_batches_at_exit)
+        if hasattr(os, "register_at_fork"):  # POSIX
+            os.register_at_fork(after_in_child=cls._forget_batches_in_fork_child)
+
+    @classmethod
     def _write_batches_at_exit(cls) -> None:
         """``atexit``: write what is held. The flusher is a daemon thread (a connection nobody closes must not
         keep the process alive), frozen when the interpreter ends; a send that returned must not be lost with
@@ -991,6 +998,4 @@ class StompSocket:
 # Registered at import, not at the first held frame: exit handlers run in the reverse order of registration, so one
 # the application registers later (after importing jmslike) runs before this and its held frames are written here;
 # and a hook registered while exit handlers run is never called (a first held frame sent from an exit handler).
-atexit.register(StompSocket._write_batches_at_exit)
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=StompSocket._forget_batches_in_fork_child)
+StompSocket.install_process_hooks()
