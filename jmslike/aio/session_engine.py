@@ -664,6 +664,13 @@ class SessionEngine:
     ) -> tuple[list[tuple[MessageConsumer, Pending]], _Ending] | None:
         """COMMIT the open transaction; once committed, what it consumed and what it took from the session
         (None when there was nothing to commit)."""
+        if self._ending_transactions:
+            # close() took the boundary first and rolled the transaction back: finding nothing open now is no
+            # commit (review finding: this returned as if committed).
+            raise TransactionRolledBackException(
+                "the session was closed while this commit waited for its asynchronous sends; close() rolled the "
+                "transaction back"
+            )
         rollback_only, epoch = self._rollback_only, self._epoch
         consumed = list(self._unacked)
         if rollback_only is not None:

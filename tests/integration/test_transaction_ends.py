@@ -586,6 +586,36 @@ def test_a_send_queued_behind_close_raises_and_sends_nothing_in_the_asyncio_api(
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
+def test_a_commit_waiting_for_its_sends_while_close_rolls_back_says_so_in_the_asyncio_api(
+    peers: list[TransactionPeer],
+) -> None:
+    """Review finding: close() and commit() both waited for an unanswered asynchronous send of the transaction;
+    close() took the transaction boundary first and sent ABORT, and commit() then found nothing open and returned
+    as if it had committed. It must raise TransactionRolledBackException: nothing was committed."""
+    peer = TransactionPeer(broker="activemq", hold_first="SEND")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            heard = Heard()
+            await producer.send(
+                session.createTextMessage("rolled back"), completionListener=heard.listener("m")
+            )
+            await asyncio.to_thread(peer.wait_for, "SEND")
+            closing = asyncio.ensure_future(session.close())
+            await asyncio.sleep(0)  # a yield: close() waits for the send
+            committing = asyncio.ensure_future(session.commit())
+            await asyncio.sleep(0)  # a yield: commit() waits for it too
+            peer.release()
+            await closing
+            with pytest.raises(TransactionRolledBackException, match="closed"):
+                await committing
+        assert "COMMIT" not in peer.commands and "ABORT" in peer.commands, peer.commands
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
 def test_a_retained_send_cancelled_while_its_begin_is_in_flight_sends_nothing_in_the_asyncio_api(
     peers: list[TransactionPeer],
 ) -> None:
