@@ -1051,7 +1051,13 @@ class SessionEngine:
         return scope is not None and not scope.callback
 
     async def consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
-        """A consumer stopped taking messages: detach it now, or once what it delivered is settled."""
+        """A consumer stopped taking messages: detach it now, or once what it delivered is settled. Runs to its
+        end even if the caller is cancelled (review finding: a close cancelled during the broker round trip left
+        the consumer registered and a persistence-filtered subscriber's companion subscribed, its messages piling
+        up unacknowledged until the connection closed)."""
+        await self._run_to_end(self._consumer_closed(consumer, buffered))
+
+    async def _consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
         if consumer in self._consumers:
             self._consumers.remove(consumer)
         self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)

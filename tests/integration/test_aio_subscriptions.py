@@ -3,6 +3,7 @@ plan, jmslike/subscription_plans.py), awaited, and one set of records for both A
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -255,5 +256,41 @@ def test_a_persistence_filter_delivers_everything_while_attached_and_keeps_only_
             assert resumed.getInactiveSelector() == persistent, "the record keeps the filter"
             assert await texts_of(resumed) == ["a-p1", "a-p2"], "only what the filter keeps, while away"
             await resumed.close(removeSubscription=True)
+
+    run(body)
+
+
+def test_a_persistence_filtered_subscriber_whose_close_is_cancelled_still_ends_its_companion(
+    broker: Any, url: str
+) -> None:
+    """Review finding: a close() cancelled during its round trip to the broker (asyncio.wait_for around it) left
+    the subscriber registered and its non-durable companion subscribed, taking every message published until the
+    connection closed and keeping it unacknowledged. The close now runs to its end."""
+
+    async def body() -> None:
+        async with await open_connection(broker, url, unique("c")) as owner:
+            session = await owner.createSession(Session.AUTO_ACKNOWLEDGE)
+            subscriber = await session.createDurableSubscriber(
+                session.createTopic(unique("t")),
+                "filtered",
+                inactiveSelector="JMSDeliveryMode = 'PERSISTENT'",
+            )
+            companion = subscriber.companion
+            assert companion is not None
+            closing = asyncio.ensure_future(subscriber.close())
+            await asyncio.sleep(0)  # a yield: the close is in its round trip (a worker thread)
+            closing.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await closing
+            deadline = asyncio.get_running_loop().time() + 10
+            while (
+                owner.subscriber_for(companion.spec.sub_id) is not None
+                or owner.subscriber_for(subscriber.spec.sub_id) is not None
+            ):
+                assert asyncio.get_running_loop().time() < deadline, (
+                    "the cancelled close never ended its subscriptions"
+                )
+                await asyncio.sleep(0.01)
+            await session.unsubscribe("filtered")
 
     run(body)
