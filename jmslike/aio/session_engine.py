@@ -150,6 +150,11 @@ class SessionEngine:
         # then new sends do not join that transaction but wait at the boundary for the next.
         self._in_hand = 0
         self._taking_open = False
+        # commit() and rollback() calls under way. Each ends the work done before it was called: a send made
+        # after it (its caller cancelled, the application going on) waits for it to end and joins the next
+        # transaction, and what it consumed is what was received before the call (review finding: a cancelled
+        # rollback aborted a send made after it, which was then lost without a word).
+        self._endings = 0
         self._dispatching = False  # the dispatch task is delivering to a listener or settling after it
         self._tasks: deque[Callable[[], Awaitable[None] | None]] = deque()  # completion callbacks, in order
         self._completions: CompletionOrder[Callable[[], Awaitable[None] | None]] = CompletionOrder()
@@ -479,6 +484,7 @@ class SessionEngine:
         """The STOMP transaction a send joins (BEGIN on first use), or None outside transactions."""
         if not self.transacted:
             return None
+        await self._after_endings()
         if self._rollback_only is not None:
             raise TransactionRolledBackException(
                 f"the transaction can only roll back: {self._rollback_only}; call rollback() and retry"
@@ -493,6 +499,7 @@ class SessionEngine:
         cancelled once they started and the application commits meanwhile. A caller cancelled before (waiting
         for the BEGIN or a reconnect) sends nothing."""
         caller = _Caller()
+        await self._after_endings()
 
         async def begun(wire: AsyncWire) -> None:
             transaction = await self._begin(wire)
@@ -624,9 +631,37 @@ class SessionEngine:
         (ConnectionLostException for a loss) when the outcome is unknown."""
         self.refuse_in_callback("commit()")
         await self.wait_out_callback("commit()")
-        await self._run_to_end(self._commit(self._for_listener()))
+        await self._run_to_end(self._ending_call(self._commit(self._for_listener(), self._consumed_so_far())))
 
-    async def _commit(self, mine: bool) -> None:
+    def _consumed_so_far(self) -> set[int]:
+        """What a commit or rollback called now ends: the deliveries received so far (ids of their Pending)."""
+        return {id(p) for _, p in self._unacked}
+
+    async def _ending_call(self, work: Coroutine[Any, Any, None]) -> None:
+        """Count a commit or rollback as under way from its call to its end (``_endings``)."""
+        self._endings += 1
+        try:
+            await work
+        finally:
+            self._endings -= 1
+            self.wake()
+
+    async def _after_endings(self) -> None:
+        """A send (not one of this session's completion callbacks, which a commit waits for) made while a commit or
+        rollback is under way waits for it to end, bounded as a wait for the boundary is."""
+        if not self._endings or self._in_callback():
+            return
+        loop = asyncio.get_running_loop()
+        timeout_s = 2 * self._connection.config.receipt_timeout_ms / 1000
+        deadline = loop.time() + timeout_s
+        while self._endings:
+            if not await self.changed_within(deadline - loop.time()):
+                raise JMSTimeoutException(
+                    f"no transaction could begin within {timeout_s:.1f}s (receipt_timeout_ms): a commit or rollback "
+                    "called before this send was still ending its transaction; nothing was sent: send again"
+                )
+
+    async def _commit(self, mine: bool, consumed_ids: set[int]) -> None:
         self.check_open()
         if not self.transacted:
             raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
@@ -636,7 +671,7 @@ class SessionEngine:
                 "was not committed; call rollback() and send again"
             )
         async with self._boundary:
-            committed = await self._commit_under_boundary()
+            committed = await self._commit_under_boundary(consumed_ids)
         if committed is None:
             return
         consumed, ending = committed
@@ -660,7 +695,7 @@ class SessionEngine:
             await self._release_closed()  # after those ACKs: a consumer closed meanwhile is detached only now
 
     async def _commit_under_boundary(
-        self,
+        self, consumed_ids: set[int]
     ) -> tuple[list[tuple[MessageConsumer, Pending]], _Ending] | None:
         """COMMIT the open transaction; once committed, what it consumed and what it took from the session
         (None when there was nothing to commit)."""
@@ -672,9 +707,9 @@ class SessionEngine:
                 "transaction back"
             )
         rollback_only, epoch = self._rollback_only, self._epoch
-        consumed = list(self._unacked)
+        consumed = [(c, p) for c, p in self._unacked if id(p) in consumed_ids]
         if rollback_only is not None:
-            await self._rollback_local(redeliver=True)
+            await self._rollback_local(redeliver=True, consumed_ids=consumed_ids)
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
         if not consumed and self._tx is None:
             return None
@@ -753,15 +788,17 @@ class SessionEngine:
         """Discard the transaction's sends and redeliver what it consumed, flagged redelivered."""
         self.refuse_in_callback("rollback()")
         await self.wait_out_callback("rollback()")
-        await self._run_to_end(self._rollback(self._for_listener()))
+        await self._run_to_end(
+            self._ending_call(self._rollback(self._for_listener(), self._consumed_so_far()))
+        )
 
-    async def _rollback(self, mine: bool) -> None:
+    async def _rollback(self, mine: bool, consumed_ids: set[int]) -> None:
         self.check_open()
         if not self.transacted:
             raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
         await self.settle_sends(mine)
         async with self._boundary:
-            failure = await self._rollback_local(redeliver=True)
+            failure = await self._rollback_local(redeliver=True, consumed_ids=consumed_ids)
         if failure is not None:
             raise failure
 
@@ -784,7 +821,9 @@ class SessionEngine:
         self._taking_open = False
         return ending
 
-    async def _rollback_local(self, redeliver: bool, ending: _Ending | None = None) -> JMSException | None:
+    async def _rollback_local(
+        self, redeliver: bool, ending: _Ending | None = None, consumed_ids: set[int] | None = None
+    ) -> JMSException | None:
         """ABORT a transaction -- the session's open one, or ``ending``, which a commit took -- and hand what it
         consumed back: redelivered locally, or (closing) to the broker when their consumers detach. The caller
         holds ``_boundary``.
@@ -796,7 +835,10 @@ class SessionEngine:
         owned = self._ending_ids
         if ending is None:  # the open one: 'rollback only' was about it
             await self._hands_empty()
-            ending = self._take_open(list(self._unacked))
+            # What a rollback() ends is what was received before its call (``consumed_ids``); close() ends all.
+            ending = self._take_open(
+                [(c, p) for c, p in self._unacked if consumed_ids is None or id(p) in consumed_ids]
+            )
             self._rollback_only = None
             owned = {id(p) for _, p in ending.consumed}
         failure: JMSException | None = None

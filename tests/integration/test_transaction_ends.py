@@ -616,6 +616,45 @@ def test_a_commit_waiting_for_its_sends_while_close_rolls_back_says_so_in_the_as
     asyncio.run(asyncio.wait_for(scenario(), 60))
 
 
+@pytest.mark.parametrize("ending", ["rollback", "commit"])
+def test_a_send_after_a_cancelled_commit_or_rollback_joins_the_next_transaction_in_the_asyncio_api(
+    peers: list[TransactionPeer], ending: str
+) -> None:
+    """Review finding: a commit or rollback whose caller was cancelled while it waited for the transaction's
+    asynchronous sends took the open transaction only later, so a send made after the cancel joined it: after a
+    cancelled rollback that send was aborted with it and lost without a word, and the next commit found nothing to
+    commit. A send made after the call waits for it to end and goes into the next transaction."""
+    peer = TransactionPeer(broker="activemq", hold_first="SEND")
+    peers.append(peer)
+
+    async def scenario() -> None:
+        async with transacted(peer, receipt_timeout_ms="5000") as (_connection, session):
+            producer = session.createProducer(session.createQueue("q"))
+            heard = Heard()
+            await producer.send(
+                session.createTextMessage("first"), completionListener=heard.listener("first")
+            )
+            await asyncio.to_thread(peer.wait_for, "SEND")
+            ending_call = asyncio.ensure_future(getattr(session, ending)())
+            await asyncio.sleep(0)  # a yield: it waits for the first send's answer
+            ending_call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await ending_call
+            sending = asyncio.ensure_future(producer.send(session.createTextMessage("after")))
+            await asyncio.sleep(0)  # a yield: the send waits for the cancelled call to end
+            peer.release()
+            await sending
+            await session.commit()
+        first_end = "ABORT" if ending == "rollback" else "COMMIT"
+        begun = peer.commands.index("BEGIN")
+        assert peer.commands[begun : begun + 6] == ["BEGIN", "SEND", first_end, "BEGIN", "SEND", "COMMIT"], (
+            peer.commands
+        )
+        assert heard.events == ["first: completed"]  # answered before the transaction ended either way
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+
+
 def test_a_retained_send_cancelled_while_its_begin_is_in_flight_sends_nothing_in_the_asyncio_api(
     peers: list[TransactionPeer],
 ) -> None:
