@@ -225,6 +225,10 @@ class SessionEngine:
     def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
         """Turn a pending delivery into a Message, or drop it (expired / filtered) with an ack."""
         incoming = pending.incoming
+        if pending.epoch != self._epoch and not incoming.local:
+            # It came on a connection since lost: the broker has it again and redelivers it (as in
+            # jmslike.aio: an inbox the loss did not clear, a listener that failed after a reconnect).
+            return None
         if incoming.expired():
             self._drop(consumer, pending)  # expired messages are never delivered (JMS 1.1 §3.4.9)
             return None

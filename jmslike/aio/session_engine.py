@@ -308,6 +308,11 @@ class SessionEngine:
         """A pending delivery as a Message, or dropped (expired, or not for this subscription) with its ack."""
         incoming = pending.incoming
         connection = self._connection
+        if pending.epoch != self._epoch and not incoming.local:
+            # It came on a connection since lost: the broker has it again and redelivers it. Left in an inbox the
+            # loss did not clear (a consumer still subscribing), or put back by a listener that failed after a
+            # reconnect, it was delivered twice, and its ACK went to the new connection (review finding).
+            return None
         if incoming.expired() or not consumer.accepts(incoming):
             self._drop(consumer, pending)
             return None

@@ -708,6 +708,59 @@ def test_a_dropped_connection_reconnects_and_resubscribes_losing_no_persistent_m
     run(body)
 
 
+def test_a_listener_failing_after_a_reconnect_gets_its_message_from_the_broker_only(
+    broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """Review finding: an AUTO listener that raised after its connection was lost and restored had its message put
+    back in the inbox, though the broker had it again: it came a second time from there and a third from the
+    broker. A delivery from a lost connection is never delivered again locally (both APIs)."""
+    queue_name = name("q")
+
+    async def body() -> None:
+        restored = asyncio.Event()
+
+        class Restored:
+            def onConnectionInterrupted(self, error: JMSException) -> None:
+                pass
+
+            def onConnectionRestored(self, broker_url: str) -> None:
+                restored.set()
+
+        factory = ConnectionFactory(proxy_url(**RECONNECT))
+        async with await factory.createConnection(broker.user, broker.password) as through_proxy:
+            through_proxy.setExceptionListener(lambda error: None)
+            through_proxy.setConnectionListener(Restored())
+            await through_proxy.start()
+            session = await through_proxy.createSession(Session.AUTO_ACKNOWLEDGE)
+            consumer = await session.createConsumer(session.createQueue(queue_name))
+            deliveries: list[str] = []
+            ended = asyncio.Event()
+
+            async def on_message(message: Message) -> None:
+                deliveries.append(f"{text(message)} redelivered={message.getJMSRedelivered()}")
+                if text(message) == "end":
+                    ended.set()
+                elif len(deliveries) == 1:
+                    assert proxy.drop() >= 1
+                    await asyncio.wait_for(restored.wait(), DEADLINE_S / 2)
+                    raise RuntimeError("failed once the connection was back")
+
+            consumer.setMessageListener(on_message)
+            async with await open_connection(broker, url) as direct:
+                sender = await direct.createSession(Session.AUTO_ACKNOWLEDGE)
+                producer = sender.createProducer(sender.createQueue(queue_name))
+                await producer.send(sender.createTextMessage("m"))
+                await asyncio.wait_for(restored.wait(), DEADLINE_S / 2)
+                await producer.send(sender.createTextMessage("end"))  # behind m's redelivery in the queue
+                await asyncio.wait_for(ended.wait(), DEADLINE_S / 2)
+            assert [d for d in deliveries if d.startswith("m ")] == [
+                "m redelivered=False",
+                "m redelivered=True",
+            ]
+
+    run(body)
+
+
 def test_a_durable_subscriber_gets_after_a_reconnect_what_was_published_meanwhile(
     broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
 ) -> None:

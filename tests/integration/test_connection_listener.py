@@ -277,3 +277,51 @@ def claim_after_close(broker: Any, client_id: str) -> None:
 
     wait_until(claim, DEADLINE_S / 3, f"client ID {client_id!r} to be free after its connection closed")
     claimed[0].close()
+
+
+def test_a_listener_failing_after_a_reconnect_gets_its_message_from_the_broker_only(
+    broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """The threaded twin of test_aio's test of the same name (review finding): an AUTO listener that raises once its
+    connection was lost and restored must not get its message back from the inbox, only from the broker."""
+    queue_name = name("q")
+    restored = threading.Event()
+
+    class Restored(ConnectionListener):
+        def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+            pass
+
+        def onConnectionRestored(self, brokerURL: str) -> None:
+            restored.set()
+
+    connection = ConnectionFactory(proxy_url(**RECONNECT)).createConnection(broker.user, broker.password)
+    direct = ConnectionFactory(url).createConnection(broker.user, broker.password)
+    try:
+        connection.setExceptionListener(lambda error: None)
+        connection.setConnectionListener(Restored())
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        consumer = session.createConsumer(session.createQueue(queue_name))
+        deliveries: list[str] = []
+        ended = threading.Event()
+
+        def on_message(message: Any) -> None:
+            deliveries.append(f"{message.getText()} redelivered={message.getJMSRedelivered()}")
+            if message.getText() == "end":
+                ended.set()
+            elif len(deliveries) == 1:
+                assert proxy.drop() >= 1
+                assert restored.wait(DEADLINE_S / 2)
+                raise RuntimeError("failed once the connection was back")
+
+        consumer.setMessageListener(on_message)
+        connection.start()
+        sender = direct.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = sender.createProducer(sender.createQueue(queue_name))
+        producer.send(sender.createTextMessage("m"))
+        assert restored.wait(DEADLINE_S / 2)
+        producer.send(sender.createTextMessage("end"))  # behind m's redelivery in the queue
+        assert ended.wait(DEADLINE_S / 2), deliveries
+        assert [d for d in deliveries if d.startswith("m ")] == ["m redelivered=False", "m redelivered=True"]
+    finally:
+        direct.close()
+        connection.close()
