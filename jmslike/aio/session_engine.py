@@ -636,20 +636,30 @@ class SessionEngine:
         (ConnectionLostException for a loss) when the outcome is unknown."""
         self.refuse_in_callback("commit()")
         await self.wait_out_callback("commit()")
-        await self._run_to_end(self._ending_call(self._commit(self._for_listener(), self._consumed_so_far())))
+        await self._run_to_end(
+            self._commit(self._for_listener(), self._consumed_so_far(), self._ending_begins())
+        )
 
     def _consumed_so_far(self) -> set[int]:
         """What a commit or rollback called now ends: the deliveries received so far (ids of their Pending)."""
         return {id(p) for _, p in self._unacked}
 
-    async def _ending_call(self, work: Coroutine[Any, Any, None]) -> None:
-        """Count a commit or rollback as under way from its call to its end (``_endings``)."""
+    def _ending_begins(self) -> Callable[[], None]:
+        """Count a commit or rollback as under way (``_endings``) from its call until it has taken the open
+        transaction and let go of the boundary (or failed before); returns what ends the count (once; a second call
+        does nothing). Not until its end: what a commit waits for after the boundary (RabbitMQ's deferred receipts,
+        the after-commit work) holds up no send of the next transaction."""
         self._endings += 1
-        try:
-            await work
-        finally:
-            self._endings -= 1
-            self.wake()
+        ended = False
+
+        def ends() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                self._endings -= 1
+                self.wake()
+
+        return ends
 
     async def _after_endings(self) -> None:
         """A send (not one of this session's completion callbacks, which a commit waits for) made while a commit or
@@ -666,17 +676,20 @@ class SessionEngine:
                     "called before this send was still ending its transaction; nothing was sent: send again"
                 )
 
-    async def _commit(self, mine: bool, consumed_ids: set[int]) -> None:
-        self.check_open()
-        if not self.transacted:
-            raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
-        if not await self.settle_sends(mine):
-            raise JMSException(
-                "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so it "
-                "was not committed; call rollback() and send again"
-            )
-        async with self._boundary:
-            committed = await self._commit_under_boundary(consumed_ids)
+    async def _commit(self, mine: bool, consumed_ids: set[int], ends: Callable[[], None]) -> None:
+        try:
+            self.check_open()
+            if not self.transacted:
+                raise IllegalStateException("commit() needs a transacted session: createSession(True, ...)")
+            if not await self.settle_sends(mine):
+                raise JMSException(
+                    "asynchronous sends of this transaction are still unconfirmed after the receipt timeout, so "
+                    "it was not committed; call rollback() and send again"
+                )
+            async with self._boundary:
+                committed = await self._commit_under_boundary(consumed_ids)
+        finally:
+            ends()
         if committed is None:
             return
         consumed, ending = committed
@@ -794,16 +807,19 @@ class SessionEngine:
         self.refuse_in_callback("rollback()")
         await self.wait_out_callback("rollback()")
         await self._run_to_end(
-            self._ending_call(self._rollback(self._for_listener(), self._consumed_so_far()))
+            self._rollback(self._for_listener(), self._consumed_so_far(), self._ending_begins())
         )
 
-    async def _rollback(self, mine: bool, consumed_ids: set[int]) -> None:
-        self.check_open()
-        if not self.transacted:
-            raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
-        await self.settle_sends(mine)
-        async with self._boundary:
-            failure = await self._rollback_local(redeliver=True, consumed_ids=consumed_ids)
+    async def _rollback(self, mine: bool, consumed_ids: set[int], ends: Callable[[], None]) -> None:
+        try:
+            self.check_open()
+            if not self.transacted:
+                raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
+            await self.settle_sends(mine)
+            async with self._boundary:
+                failure = await self._rollback_local(redeliver=True, consumed_ids=consumed_ids)
+        finally:
+            ends()
         if failure is not None:
             raise failure
 
