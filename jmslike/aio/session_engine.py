@@ -595,16 +595,11 @@ class SessionEngine:
         commit, rollback or close waits for it before taking the open transaction (``_hands_empty``). Returns
         what releases it (once; a second call does nothing)."""
         self._in_hand += 1
-        released = False
+        return _once(self._handed)
 
-        def handed() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._in_hand -= 1
-                self.wake()
-
-        return handed
+    def _handed(self) -> None:
+        self._in_hand -= 1
+        self.wake()
 
     def deferring(
         self, abandon: Callable[[JMSException | None], None] | None
@@ -650,16 +645,11 @@ class SessionEngine:
         does nothing). Not until its end: what a commit waits for after the boundary (RabbitMQ's deferred receipts,
         the after-commit work) holds up no send of the next transaction."""
         self._endings += 1
-        ended = False
+        return _once(self._ending_ended)
 
-        def ends() -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                self._endings -= 1
-                self.wake()
-
-        return ends
+    def _ending_ended(self) -> None:
+        self._endings -= 1
+        self.wake()
 
     async def _after_endings(self) -> None:
         """A send (not one of this session's completion callbacks, which a commit waits for) made while a commit or
@@ -1245,6 +1235,20 @@ class SessionEngine:
 def _log_failure(task: asyncio.Future[Any]) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.error("a session call whose caller was cancelled failed: %s", task.exception())
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """``action``, run by the first call only: a count taken once is given back once, however often its holder
+    says it is done (hold_in_hand, _ending_begins)."""
+    done = False
+
+    def call() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            action()
+
+    return call
 
 
 async def _changed_within(changed: asyncio.Event, timeout_s: float) -> bool:
