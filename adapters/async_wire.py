@@ -117,8 +117,9 @@ class AsyncStompWire(WireBase[AsyncPending]):
         events: WireEvents,
         error_for: ErrorMapper,
         default_vhost: str | None = None,
+        tx_sends_answered_at_commit: bool = False,
     ) -> None:
-        super().__init__(config, host, events, error_for, default_vhost)
+        super().__init__(config, host, events, error_for, default_vhost, tx_sends_answered_at_commit)
         self._loop = asyncio.get_running_loop()
         self._connected = asyncio.Event()
         self._connection = AsyncStompConnection(

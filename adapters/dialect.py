@@ -169,6 +169,7 @@ class StompDialect:
             self.error_for,
             self.default_vhost,
             quick_ack=self.tcp_quick_ack,
+            tx_sends_answered_at_commit=not self.transactional_send_receipts,
         )
         try:
             connected = wire.open(self.connect_headers(config, client_id))
@@ -185,7 +186,15 @@ class StompDialect:
         Imported here, not at module level, so threaded applications never load asyncio for it (~30 ms)."""
         from jmslike.adapters.async_wire import AsyncStompWire
 
-        return AsyncStompWire(config, host, self.stomp_version, events, self.error_for, self.default_vhost)
+        return AsyncStompWire(
+            config,
+            host,
+            self.stomp_version,
+            events,
+            self.error_for,
+            self.default_vhost,
+            tx_sends_answered_at_commit=not self.transactional_send_receipts,
+        )
 
     def on_connected(self, wire: Wire, connected: Mapping[str, str], client_id: str | None) -> None:
         """Hook for brokers that need a round trip after CONNECT (e.g. to claim a client ID)."""

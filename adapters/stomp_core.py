@@ -325,6 +325,7 @@ class StompProtocol:
         self._held = held
         if not held:
             self._clock.last_read = now
+            self._clock.unproven = 0
 
     def peer_silent(self, now: float) -> bool:
         """True once the broker has sent nothing for :data:`SILENCE_TOLERANCE` of its heart-beat periods."""

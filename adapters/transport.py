@@ -144,8 +144,9 @@ class StompWire(WireBase[_Pending]):
         error_for: ErrorMapper,
         default_vhost: str | None = None,
         quick_ack: bool = False,
+        tx_sends_answered_at_commit: bool = False,
     ) -> None:
-        super().__init__(config, host, events, error_for, default_vhost)
+        super().__init__(config, host, events, error_for, default_vhost, tx_sends_answered_at_commit)
         self._lock = threading.Lock()
         self._connected = threading.Event()
         self._socket = StompSocket(

@@ -72,8 +72,12 @@ class WireBase(Generic[P]):
         events: WireEvents,
         error_for: ErrorMapper,
         default_vhost: str | None,
+        tx_sends_answered_at_commit: bool = False,
     ) -> None:
         self._config = config
+        #: The broker answers a transactional SEND only at COMMIT (the adapter's ``transactional_send_receipts`` is
+        #: False: RabbitMQ), so such a SEND waiting is never what an ERROR naming no receipt refused (_fail_all).
+        self._tx_sends_answered_at_commit = tx_sends_answered_at_commit
         self._host = host
         self._where = f"{host[0]}:{host[1]}"
         self._events = events
@@ -318,7 +322,9 @@ class WireBase(Generic[P]):
         """Answer everything still waiting: the frame an unmatched ERROR refused gets the broker's error (it is
         the oldest waiting, see receipts.py), calls whose receipts arrived succeed, the rest get ``error``."""
         with self._lock:
-            ending: Ending[P] = self._receipts.end(self._closing, _answered_at_commit)
+            ending: Ending[P] = self._receipts.end(
+                self._closing, _answered_at_commit if self._tx_sends_answered_at_commit else None
+            )
         if ending.culprit is not None:
             frame = ending.culprit.frame
             error_class = self._error_for(ending.culprit_text, frame)
@@ -379,7 +385,7 @@ class WireBase(Generic[P]):
 
 
 def _answered_at_commit(call: Answerable) -> bool:
-    """A transactional SEND: a broker may answer it only at COMMIT (RabbitMQ, ``transactional_send_receipts``),
-    so while it waits it cannot be the frame an ERROR naming no receipt refused (ReceiptBook.end)."""
+    """A transactional SEND, on a broker that answers it only at COMMIT (RabbitMQ, ``transactional_send_receipts``):
+    while it waits it cannot be the frame an ERROR naming no receipt refused (ReceiptBook.end)."""
     frame = call.frame
     return bool(frame.command == "SEND" and "transaction" in frame.headers)

@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from jmslike.constants import AcknowledgeMode
@@ -165,6 +165,17 @@ class SessionEngine:
                 consumer.inbox.put(pending)
                 self._cond.notify_all()
 
+    def _give_back(self, consumer: MessageConsumer, pendings: Iterable[Pending], front: bool = False) -> None:
+        """Keep ``pendings`` to be handed back to the broker when ``consumer`` detaches.
+        One from a connection since lost is the broker's already: its ack id means nothing on the new connection
+        (review finding: a listener failing after the loss had its closed consumer NACK the old id on the new one)."""
+        current = [p.incoming for p in pendings if p.epoch == self._epoch or p.incoming.local]
+        held = self._orphans.setdefault(consumer, [])
+        if front:
+            held[:0] = current
+        else:
+            held.extend(current)
+
     def wake_waiters(self) -> None:
         with self._cond:
             self._cond.notify_all()
@@ -206,7 +217,7 @@ class SessionEngine:
                 if auto:
                     with self._cond:
                         if consumer.closed:  # closed meanwhile: it goes back to the broker with the rest
-                            self._orphans.setdefault(consumer, []).append(pending.incoming)
+                            self._give_back(consumer, [pending])
                         else:
                             consumer.inbox.put_back(pending)
                         self._cond.notify_all()
@@ -288,7 +299,7 @@ class SessionEngine:
         NON_PERSISTENT one) after the ACK owed for what came before it."""
         if not cumulative(consumer, pending) or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
             with self._cond:  # given back when its consumer detaches, never dropped
-                self._orphans.setdefault(consumer, []).append(pending.incoming)
+                self._give_back(consumer, [pending])
             return
         self._flush_lazy_ack(consumer)
         if pending.epoch != self._epoch or pending.incoming.local:
@@ -367,7 +378,7 @@ class SessionEngine:
         with self._cond:
             for consumer, pending in reversed(entries):
                 if consumer.closed:
-                    self._orphans.setdefault(consumer, []).insert(0, pending.incoming)
+                    self._give_back(consumer, [pending], front=True)
                 else:
                     consumer.inbox.put_back(pending.again())
             self._cond.notify_all()
@@ -564,7 +575,7 @@ class SessionEngine:
             batch, self._unacked = self._unacked, []
             if not redeliver:  # closing: they go back to the broker when their consumers detach
                 for consumer, pending in batch:
-                    self._orphans.setdefault(consumer, []).append(pending.incoming)
+                    self._give_back(consumer, [pending])
         if redeliver:
             self._redeliver_locally(batch)
         self._release_closed()
@@ -821,7 +832,7 @@ class SessionEngine:
         with self._cond:
             # Closing a session does not acknowledge: the broker gets these back.
             for consumer, pending in self._unacked:
-                self._orphans.setdefault(consumer, []).append(pending.incoming)
+                self._give_back(consumer, [pending])
             self._unacked = []
         self._release_closed()
         for producer in list(self._producers):
@@ -838,7 +849,7 @@ class SessionEngine:
             buffered = consumer.inbox.close()
             if consumer in self._consumers:
                 self._consumers.remove(consumer)
-            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
+            self._give_back(consumer, buffered)
             owed = any(c is consumer for c, _ in self._unacked) or (
                 self._current is not None and self._current[0] is consumer
             )

@@ -30,7 +30,7 @@ import inspect
 import itertools
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jmslike.aio import listener_scope
@@ -369,7 +369,7 @@ class SessionEngine:
         detaches; on a cumulative DUPS_OK subscription any later ACK would acknowledge it too, so it is taken off
         the subscription now (the broker's dead-letter queue) after the ACK owed for what came before it."""
         if not cumulative(consumer, pending) or self._mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
-            self._orphans.setdefault(consumer, []).append(pending.incoming)
+            self._give_back(consumer, [pending])
             return
         self._flush_lazy_ack(consumer)
         if pending.epoch != self._epoch or pending.incoming.local:
@@ -378,6 +378,17 @@ class SessionEngine:
             self._connection.wire.post_nowait(self._connection.adapter.poison_frame(pending.incoming))
         except ConnectionLostException:
             log.debug("poison NACK lost with the connection; the broker will redeliver")
+
+    def _give_back(self, consumer: MessageConsumer, pendings: Iterable[Pending], front: bool = False) -> None:
+        """Keep ``pendings`` to be handed back to the broker when ``consumer`` detaches. One from a connection since
+        lost is the broker's already: its ack id means nothing on the new connection (review finding: a listener
+        failing after the loss had its closed consumer NACK the old id on the new one)."""
+        current = [p.incoming for p in pendings if p.epoch == self._epoch or p.incoming.local]
+        held = self._orphans.setdefault(consumer, [])
+        if front:
+            held[:0] = current
+        else:
+            held.extend(current)
 
     def _ack_now(self, pending: Pending) -> None:
         """One ACK without a receipt, handed to the transport at once (no await, so no cancellation splits a
@@ -466,7 +477,7 @@ class SessionEngine:
         """Put delivered messages back at the front of their inboxes, in their original order."""
         for consumer, pending in reversed(entries):
             if consumer.closed:
-                self._orphans.setdefault(consumer, []).insert(0, pending.incoming)
+                self._give_back(consumer, [pending], front=True)
             else:
                 consumer.inbox.put_back(pending.again())
         self.wake()
@@ -635,9 +646,11 @@ class SessionEngine:
             self._commit(self._for_listener(), self._consumed_so_far(), self._ending_begins())
         )
 
-    def _consumed_so_far(self) -> set[int]:
-        """What a commit or rollback called now ends: the deliveries received so far (ids of their Pending)."""
-        return {id(p) for _, p in self._unacked}
+    def _consumed_so_far(self) -> dict[int, Pending]:
+        """What a commit or rollback called now ends: the deliveries received so far, by id. The objects are kept, not
+        only their ids: a delivery freed meanwhile (a connection loss empties the list) could leave its id to a new
+        one, which the commit would then take as its own (review finding)."""
+        return {id(p): p for _, p in self._unacked}
 
     def _ending_begins(self) -> Callable[[], None]:
         """Count a commit or rollback as under way (``_endings``) from its call until it has taken the open
@@ -666,7 +679,7 @@ class SessionEngine:
                     "called before this send was still ending its transaction; nothing was sent: send again"
                 )
 
-    async def _commit(self, mine: bool, consumed_ids: set[int], ends: Callable[[], None]) -> None:
+    async def _commit(self, mine: bool, received: dict[int, Pending], ends: Callable[[], None]) -> None:
         try:
             self.check_open()
             if not self.transacted:
@@ -677,7 +690,7 @@ class SessionEngine:
                     "it was not committed; call rollback() and send again"
                 )
             async with self._boundary:
-                committed = await self._commit_under_boundary(consumed_ids)
+                committed = await self._commit_under_boundary(received)
         finally:
             ends()
         if committed is None:
@@ -703,7 +716,7 @@ class SessionEngine:
             await self._release_closed()  # after those ACKs: a consumer closed meanwhile is detached only now
 
     async def _commit_under_boundary(
-        self, consumed_ids: set[int]
+        self, received: dict[int, Pending]
     ) -> tuple[list[tuple[MessageConsumer, Pending]], _Ending] | None:
         """COMMIT the open transaction; once committed, what it consumed and what it took from the session
         (None when there was nothing to commit)."""
@@ -715,9 +728,9 @@ class SessionEngine:
                 "transaction back"
             )
         rollback_only, epoch = self._rollback_only, self._epoch
-        consumed = [(c, p) for c, p in self._unacked if id(p) in consumed_ids]
+        consumed = [(c, p) for c, p in self._unacked if received.get(id(p)) is p]
         if rollback_only is not None:
-            await self._rollback_local(redeliver=True, consumed_ids=consumed_ids)
+            await self._rollback_local(redeliver=True, received=received)
             raise TransactionRolledBackException(f"the transaction was rolled back: {rollback_only}")
         if not consumed and self._tx is None:
             return None
@@ -800,14 +813,14 @@ class SessionEngine:
             self._rollback(self._for_listener(), self._consumed_so_far(), self._ending_begins())
         )
 
-    async def _rollback(self, mine: bool, consumed_ids: set[int], ends: Callable[[], None]) -> None:
+    async def _rollback(self, mine: bool, received: dict[int, Pending], ends: Callable[[], None]) -> None:
         try:
             self.check_open()
             if not self.transacted:
                 raise IllegalStateException("rollback() needs a transacted session: createSession(True, ...)")
             await self.settle_sends(mine)
             async with self._boundary:
-                failure = await self._rollback_local(redeliver=True, consumed_ids=consumed_ids)
+                failure = await self._rollback_local(redeliver=True, received=received)
         finally:
             ends()
         if failure is not None:
@@ -833,7 +846,7 @@ class SessionEngine:
         return ending
 
     async def _rollback_local(
-        self, redeliver: bool, ending: _Ending | None = None, consumed_ids: set[int] | None = None
+        self, redeliver: bool, ending: _Ending | None = None, received: dict[int, Pending] | None = None
     ) -> JMSException | None:
         """ABORT a transaction -- the session's open one, or ``ending``, which a commit took -- and hand what it
         consumed back: redelivered locally, or (closing) to the broker when their consumers detach. The caller
@@ -846,9 +859,9 @@ class SessionEngine:
         owned = self._ending_ids
         if ending is None:  # the open one: 'rollback only' was about it
             await self._hands_empty()
-            # What a rollback() ends is what was received before its call (``consumed_ids``); close() ends all.
+            # What a rollback() ends is what was received before its call (``received``); close() ends all.
             ending = self._take_open(
-                [(c, p) for c, p in self._unacked if consumed_ids is None or id(p) in consumed_ids]
+                [(c, p) for c, p in self._unacked if received is None or received.get(id(p)) is p]
             )
             self._rollback_only = None
             owned = {id(p) for _, p in ending.consumed}
@@ -874,7 +887,7 @@ class SessionEngine:
             self._redeliver_locally(batch)
         else:  # closing: they go back to the broker when their consumers detach
             for consumer, pending in batch:
-                self._orphans.setdefault(consumer, []).append(pending.incoming)
+                self._give_back(consumer, [pending])
         await self._release_closed()
         return failure
 
@@ -1113,7 +1126,7 @@ class SessionEngine:
     async def _consumer_closed(self, consumer: MessageConsumer, buffered: list[Pending]) -> None:
         if consumer in self._consumers:
             self._consumers.remove(consumer)
-        self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
+        self._give_back(consumer, buffered)
         owed = any(c is consumer for c, _ in self._unacked) or (
             self._current is not None and self._current[0] is consumer
         )
@@ -1137,7 +1150,7 @@ class SessionEngine:
         loop = asyncio.get_running_loop()
         self._flush_lazy_ack(consumer)  # before the UNSUBSCRIBE, after any ACK of its last delivery
         if buffered:
-            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
+            self._give_back(consumer, buffered)
 
         async def hand_back() -> list[IncomingMessage]:
             return [m for m in self._orphans.pop(consumer, []) if not m.local]
@@ -1193,9 +1206,9 @@ class SessionEngine:
                 await self.settle_sends(places=False)  # callbacks of the sends the rollback told (RabbitMQ)
         for consumer in list(self._consumers) + list(self._closing):
             buffered = consumer.stop_taking()
-            self._orphans.setdefault(consumer, []).extend(p.incoming for p in buffered)
+            self._give_back(consumer, buffered)
         for consumer, pending in self._unacked:  # never acknowledged: the broker has them again
-            self._orphans.setdefault(consumer, []).append(pending.incoming)
+            self._give_back(consumer, [pending])
         self._unacked = []
         for consumer in list(self._consumers) + list(self._closing):
             await self._detach(consumer)
