@@ -34,7 +34,16 @@ from typing import TYPE_CHECKING, Any
 from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import MessageConsumer
 from jmslike.contract import IncomingMessage, PendingReceipt
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
+from jmslike.delivery import (
+    MAX_LISTENER_REDELIVERIES,
+    LazyAcks,
+    Pending,
+    acks_for,
+    body_refused,
+    cumulative,
+    from_lost_connection,
+    give_back,
+)
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -166,15 +175,8 @@ class SessionEngine:
                 self._cond.notify_all()
 
     def _give_back(self, consumer: MessageConsumer, pendings: Iterable[Pending], front: bool = False) -> None:
-        """Keep ``pendings`` to be handed back to the broker when ``consumer`` detaches.
-        One from a connection since lost is the broker's already: its ack id means nothing on the new connection
-        (review finding: a listener failing after the loss had its closed consumer NACK the old id on the new one)."""
-        current = [p.incoming for p in pendings if p.epoch == self._epoch or p.incoming.local]
-        held = self._orphans.setdefault(consumer, [])
-        if front:
-            held[:0] = current
-        else:
-            held.extend(current)
+        """Keep ``pendings`` to be handed back to the broker when ``consumer`` detaches (delivery.give_back)."""
+        give_back(self._orphans, consumer, pendings, self._epoch, front)
 
     def wake_waiters(self) -> None:
         with self._cond:
@@ -236,9 +238,8 @@ class SessionEngine:
     def _deliver(self, consumer: MessageConsumer, pending: Pending) -> Message | None:
         """Turn a pending delivery into a Message, or drop it (expired / filtered) with an ack."""
         incoming = pending.incoming
-        if pending.epoch != self._epoch and not incoming.local:
-            # It came on a connection since lost: the broker has it again and redelivers it (as in
-            # jmslike.aio: an inbox the loss did not clear, a listener that failed after a reconnect).
+        if from_lost_connection(pending, self._epoch):
+            # An inbox the loss did not clear, or a listener that failed after a reconnect put it back.
             return None
         if incoming.expired():
             self._drop(consumer, pending)  # expired messages are never delivered (JMS 1.1 §3.4.9)

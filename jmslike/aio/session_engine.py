@@ -41,7 +41,16 @@ from jmslike.catalogue import optional_registry
 from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import build_message
 from jmslike.contract import AsyncPendingReceipt, AsyncWire, IncomingMessage
-from jmslike.delivery import MAX_LISTENER_REDELIVERIES, LazyAcks, Pending, acks_for, body_refused, cumulative
+from jmslike.delivery import (
+    MAX_LISTENER_REDELIVERIES,
+    LazyAcks,
+    Pending,
+    acks_for,
+    body_refused,
+    cumulative,
+    from_lost_connection,
+    give_back,
+)
 from jmslike.exceptions import (
     ConnectionLostException,
     IllegalStateException,
@@ -308,10 +317,9 @@ class SessionEngine:
         """A pending delivery as a Message, or dropped (expired, or not for this subscription) with its ack."""
         incoming = pending.incoming
         connection = self._connection
-        if pending.epoch != self._epoch and not incoming.local:
-            # It came on a connection since lost: the broker has it again and redelivers it. Left in an inbox the
-            # loss did not clear (a consumer still subscribing), or put back by a listener that failed after a
-            # reconnect, it was delivered twice, and its ACK went to the new connection (review finding).
+        if from_lost_connection(pending, self._epoch):
+            # Left in an inbox the loss did not clear (a consumer still subscribing), or put back by a listener
+            # that failed after a reconnect, it was delivered twice, and its ACK went to the new connection.
             return None
         if incoming.expired() or not consumer.accepts(incoming):
             self._drop(consumer, pending)
@@ -380,15 +388,8 @@ class SessionEngine:
             log.debug("poison NACK lost with the connection; the broker will redeliver")
 
     def _give_back(self, consumer: MessageConsumer, pendings: Iterable[Pending], front: bool = False) -> None:
-        """Keep ``pendings`` to be handed back to the broker when ``consumer`` detaches. One from a connection since
-        lost is the broker's already: its ack id means nothing on the new connection (review finding: a listener
-        failing after the loss had its closed consumer NACK the old id on the new one)."""
-        current = [p.incoming for p in pendings if p.epoch == self._epoch or p.incoming.local]
-        held = self._orphans.setdefault(consumer, [])
-        if front:
-            held[:0] = current
-        else:
-            held.extend(current)
+        """Keep ``pendings`` to be handed back to the broker when ``consumer`` detaches (delivery.give_back)."""
+        give_back(self._orphans, consumer, pendings, self._epoch, front)
 
     def _ack_now(self, pending: Pending) -> None:
         """One ACK without a receipt, handed to the transport at once (no await, so no cancellation splits a
