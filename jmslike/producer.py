@@ -170,8 +170,7 @@ class MessageProducer(ProducerSettings, ProducerDomainMethods):
             wire.request(frame)
             return
         size = len(frame.body)
-        session.acquire_send_slot(size)
-        ticket = session.completion_ticket() if listener is not None else -1
+        ticket = session.acquire_send_slot(size, ordered=listener is not None)
         done: Callable[[JMSException | None], None] = (
             _Unwaited(self, session, size)
             if listener is None

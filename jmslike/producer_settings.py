@@ -126,6 +126,10 @@ class ProducerSettings:
                 self._failed_send = error
 
     def raise_failed_send(self) -> None:
+        if self._failed_send is None:
+            # Read without the lock (once per send): an error set by the receiver thread a moment later is raised
+            # by the next call, as if it had arrived then.
+            return
         error = self.take_failed_send()
         if error is not None:
             raise error

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from jmslike.exceptions import JMSException
 
@@ -113,11 +113,13 @@ class SendPlaces:
 
 
 class SendWindow(SendPlaces):
-    """Places for asynchronous sends; every method is called with or takes ``cond``, the session's."""
+    """Places for asynchronous sends; every method is called with or takes ``cond``, the session's, made with
+    ``lock`` (entered directly: a C call, where the Condition's ``with`` is two Python calls)."""
 
     def __init__(
         self,
         cond: threading.Condition,
+        lock: AbstractContextManager[Any],
         count_limit: int,
         byte_limit: int,
         timeout_s: float,
@@ -125,6 +127,7 @@ class SendWindow(SendPlaces):
     ) -> None:
         super().__init__(count_limit, byte_limit, timeout_s)
         self._cond = cond
+        self._lock = lock
         #: Around each wait for a place: tells the wire someone waits for its receipts (Wire.awaiting_answers).
         self._awaiting = awaiting
 
@@ -132,7 +135,7 @@ class SendWindow(SendPlaces):
         """Wait (at most the receipt timeout) for a place for a send of ``size`` body bytes; raise a
         JMSException saying nothing was sent when none came free."""
         deadline = time.monotonic() + self._timeout_s
-        with self._cond:
+        with self._lock:
             while not self.try_take(size):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -80,7 +80,10 @@ class SessionEngine:
     def __init__(self, connection: Connection, acknowledge_mode: int) -> None:
         self._connection = connection
         self._ack_mode = acknowledge_mode
-        self._cond = threading.Condition(threading.RLock())
+        # Entered as ``with self._lock`` (a C call) where nothing waits or notifies: the Condition's own ``__enter__``
+        # and ``__exit__`` are two Python calls, taken several times per message on the send and delivery paths.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._consumers: list[MessageConsumer] = []
         self._closing: list[MessageConsumer] = []  # closed, detach deferred until their messages settle
         # Delivered messages of closed consumers that go back to the broker when the consumer detaches.
@@ -106,6 +109,7 @@ class SessionEngine:
         config = connection.config
         self._window = SendWindow(
             self._cond,
+            self._lock,
             config.send_window,
             config.send_window_bytes,
             config.receipt_timeout_ms / 1000,
@@ -140,22 +144,22 @@ class SessionEngine:
         try:
             self._connection.adapter.subscribe(self._connection.wire_for_use(), consumer.spec)
         except BaseException:
-            with self._cond:  # what arrived before the failure counts against the byte bound no more
+            with self._lock:  # what arrived before the failure counts against the byte bound no more
                 consumer.inbox.close()
             self._connection.unregister_consumer(consumer)
             raise
-        with self._cond:
+        with self._lock:
             self._consumers.append(consumer)
         return consumer
 
     def still_attached(self, durable_name: str) -> bool:
-        with self._cond:
+        with self._lock:
             return any(c.spec.durable_name == durable_name for c in self._closing)
 
     def holds_unacked(self, durable_name: str) -> bool:
         """Whether a delivered message of durable subscription ``durable_name`` (unshared or shared) is
         unacknowledged or in the open transaction."""
-        with self._cond:
+        with self._lock:
             return any(of_durable_subscription(c.spec, durable_name) for c, _ in self._unacked)
 
     @property
@@ -166,7 +170,7 @@ class SessionEngine:
     def enqueue_for(self, consumer: MessageConsumer, pending: Pending) -> None:
         """Receiver thread: append and wake whoever waits; a closed consumer's message is kept to be
         handed back to the broker when it detaches. Nothing else."""
-        with self._cond:
+        with self._lock:
             pending.epoch = self._epoch
             if consumer.closed:
                 self._orphans.setdefault(consumer, []).append(pending.incoming)
@@ -179,12 +183,12 @@ class SessionEngine:
         give_back(self._orphans, consumer, pendings, self._epoch, front)
 
     def wake_waiters(self) -> None:
-        with self._cond:
+        with self._lock:
             self._cond.notify_all()
 
     def _take(self, consumer: MessageConsumer, deadline: float | None) -> Pending | None:
         """Wait (bounded by ``deadline``) for the next message of ``consumer``; None on timeout/close."""
-        with self._cond:
+        with self._lock:
             while True:
                 if consumer.closed or self._closed:
                     return None
@@ -217,7 +221,7 @@ class SessionEngine:
                 continue
             if body_type is not None and not message.isBodyAssignableTo(body_type):
                 if auto:
-                    with self._cond:
+                    with self._lock:
                         if consumer.closed:  # closed meanwhile: it goes back to the broker with the rest
                             self._give_back(consumer, [pending])
                         else:
@@ -253,7 +257,7 @@ class SessionEngine:
             AcknowledgeMode.SESSION_TRANSACTED,
             AcknowledgeMode.INDIVIDUAL_ACKNOWLEDGE,
         ):
-            with self._cond:
+            with self._lock:
                 self._unacked.append((consumer, pending))
             generation = pending.epoch
             if self._ack_mode == AcknowledgeMode.CLIENT_ACKNOWLEDGE:
@@ -269,7 +273,7 @@ class SessionEngine:
         if self._ack_mode == AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
             self._ack_consumed(consumer, pending)
         elif cumulative(consumer, pending):
-            with self._cond:
+            with self._lock:
                 self._unacked.append((consumer, pending))
         else:
             self._ack_now(pending)
@@ -280,7 +284,7 @@ class SessionEngine:
         if not cumulative(consumer, pending):
             self._ack_now(pending)
             return
-        with self._cond:
+        with self._lock:
             due = self._lazy_acks.consumed(consumer, pending, buffered=bool(consumer.inbox))
         if due is not None:
             self._ack_now(due)
@@ -288,7 +292,7 @@ class SessionEngine:
     def _flush_lazy_ack(self, consumer: MessageConsumer) -> None:
         """DUPS_OK: send the ACK ``consumer`` still owes for what it consumed (before it detaches, or before
         a message of it is taken off the subscription)."""
-        with self._cond:
+        with self._lock:
             due = self._lazy_acks.flush(consumer)
         if due is not None:
             self._ack_now(due)
@@ -299,7 +303,7 @@ class SessionEngine:
         the subscription now (the broker's dead-letter queue; ActiveMQ's default policy discards a
         NON_PERSISTENT one) after the ACK owed for what came before it."""
         if not cumulative(consumer, pending) or self._ack_mode != AcknowledgeMode.DUPS_OK_ACKNOWLEDGE:
-            with self._cond:  # given back when its consumer detaches, never dropped
+            with self._lock:  # given back when its consumer detaches, never dropped
                 self._give_back(consumer, [pending])
             return
         self._flush_lazy_ack(consumer)
@@ -334,12 +338,12 @@ class SessionEngine:
         """CLIENT_ACKNOWLEDGE: acknowledge everything this session has delivered so far."""
         self.check_open()
         self._check_generation(generation)
-        with self._cond:
+        with self._lock:
             batch, self._unacked = self._unacked, []
         try:
             self._send_acks(acks_for(batch), None)
         except JMSException:
-            with self._cond:  # not acknowledged after all: still owed (recover, unsubscribe checks)
+            with self._lock:  # not acknowledged after all: still owed (recover, unsubscribe checks)
                 if all(p.epoch == self._epoch for _, p in batch):
                     self._unacked[:0] = batch
             raise
@@ -349,7 +353,7 @@ class SessionEngine:
     def _acknowledge_one(self, pending: Pending, generation: int) -> None:
         self.check_open()
         self._check_generation(generation)
-        with self._cond:
+        with self._lock:
             entry = next(((c, p) for c, p in self._unacked if p is pending), None)
             if entry is None:
                 return
@@ -357,7 +361,7 @@ class SessionEngine:
         try:
             self._send_acks([pending], None)
         except JMSException:
-            with self._cond:
+            with self._lock:
                 if pending.epoch == self._epoch:
                     self._unacked.insert(0, entry)
             raise
@@ -376,7 +380,7 @@ class SessionEngine:
 
     def _redeliver_locally(self, entries: list[tuple[MessageConsumer, Pending]]) -> None:
         """Put delivered messages back at the front of their inboxes, in their original order."""
-        with self._cond:
+        with self._lock:
             for consumer, pending in reversed(entries):
                 if consumer.closed:
                     self._give_back(consumer, [pending], front=True)
@@ -389,7 +393,7 @@ class SessionEngine:
         self.check_open()
         if self.transacted:
             raise IllegalStateException("recover() is not allowed in a transacted session; use rollback()")
-        with self._cond:
+        with self._lock:
             batch, self._unacked = self._unacked, []
             if self._current is not None and threading.current_thread() is self._dispatcher:
                 self._recover_current = True
@@ -413,7 +417,7 @@ class SessionEngine:
     def mark_rollback_only(self, reason: str) -> None:
         """The open transaction may hold half of something that must be all or nothing (a retained send's pair):
         it can only roll back, and commit() says why."""
-        with self._cond:
+        with self._lock:
             if self._rollback_only is None:
                 self._rollback_only = reason
 
@@ -426,7 +430,7 @@ class SessionEngine:
     ) -> None:
         """Remember a transactional send whose receipt the broker sends only after COMMIT; ``abandon`` (its
         completion, called at most once) hears of a rollback, since the broker then never answers it."""
-        with self._cond:
+        with self._lock:
             self._deferred_receipts.append(pending)
             if abandon is not None:
                 self._deferred_abandon.append(abandon)
@@ -456,7 +460,7 @@ class SessionEngine:
                 "was not committed; call rollback() and send again"
             )
         # One consistent view: the receiver thread rewrites these when the connection is lost.
-        with self._cond:
+        with self._lock:
             rollback_only, tx, epoch = self._rollback_only, self._tx, self._epoch
             consumed = list(self._unacked)
             deferred = list(self._deferred_receipts)
@@ -475,7 +479,7 @@ class SessionEngine:
                 for _, pending in consumed:
                     if not pending.incoming.local:
                         wire.post(self._connection.adapter.ack_frame(pending.incoming, tx))
-            with self._cond:
+            with self._lock:
                 lost = self._epoch != epoch or self._rollback_only is not None
             if lost:  # the broker dropped the transaction with the connection it was on
                 raise ConnectionLostException("the connection to the broker was lost during the transaction")
@@ -490,7 +494,7 @@ class SessionEngine:
             raise commit_lost() from exc
         except JMSTimeoutException as exc:
             # No answer will settle them now: told, not left for later callbacks to wait behind.
-            with self._cond:
+            with self._lock:
                 deferred, abandoned = self._deferred_receipts, self._deferred_abandon
             wire.discard(deferred)
             abandon_sends(abandoned, sends_in_doubt())
@@ -524,7 +528,7 @@ class SessionEngine:
         A 'rollback only' that a connection loss left meanwhile was about this transaction, so it goes too:
         the next transaction starts clean. Its closed consumers are detached by the caller (_release_closed),
         once their ACKs are sent."""
-        with self._cond:
+        with self._lock:
             done = {id(p) for _, p in consumed}
             self._unacked = [(c, p) for c, p in self._unacked if id(p) not in done]
             self._tx = None
@@ -554,7 +558,7 @@ class SessionEngine:
         their callbacks told."""
         tx, self._tx = self._tx, None
         self._rollback_only = None
-        with self._cond:
+        with self._lock:
             deferred, self._deferred_receipts = self._deferred_receipts, []
             abandoned, self._deferred_abandon = self._deferred_abandon, []
         self._after_commit = []
@@ -572,7 +576,7 @@ class SessionEngine:
                 log.warning("the broker did not confirm ABORT of a rolled-back transaction: %s", exc)
                 failure = exc
         abandon_sends(abandoned)
-        with self._cond:
+        with self._lock:
             batch, self._unacked = self._unacked, []
             if not redeliver:  # closing: they go back to the broker when their consumers detach
                 for consumer, pending in batch:
@@ -583,19 +587,24 @@ class SessionEngine:
         return failure
 
     def ensure_dispatcher(self) -> None:
-        with self._cond:
-            if self._dispatcher is None:
-                self._dispatcher = threading.Thread(
-                    target=self._dispatch_loop, name=f"jmslike-session-{id(self):x}", daemon=True
-                )
-                self._dispatcher.start()
+        with self._lock:
+            self._start_dispatcher()
             self._cond.notify_all()
+
+    def _start_dispatcher(self) -> None:
+        """Under the lock: the dispatch thread, started on first need."""
+        if self._dispatcher is None:
+            self._dispatcher = threading.Thread(
+                target=self._dispatch_loop, name=f"jmslike-session-{id(self):x}", daemon=True
+            )
+            self._dispatcher.start()
 
     def run_task(self, task: Callable[[], None]) -> None:
         """Run ``task`` on this session's dispatch thread (completion listeners)."""
-        with self._cond:
+        with self._lock:
             self._tasks.append(task)
-            self.ensure_dispatcher()
+            self._start_dispatcher()
+            self._cond.notify_all()
 
     def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending, Any] | None:
         """Under ``_cond``: a task, or a listener delivery when started (marked current: a listener
@@ -630,7 +639,7 @@ class SessionEngine:
         the main thread it ends no process, and escaping here it ended the session's thread, leaving every later
         delivery and completion of the session waiting for good."""
         while True:
-            with self._cond:
+            with self._lock:
                 work = self._next_work()
                 if work is None:
                     return
@@ -642,7 +651,7 @@ class SessionEngine:
             except BaseException as exc:
                 self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
             finally:
-                with self._cond:
+                with self._lock:
                     self._current = None
                     self._in_callback = False
                     settled = self._settled_closed() if self._closing else []
@@ -663,7 +672,7 @@ class SessionEngine:
                 except Exception as exc:
                     self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
         finally:
-            with self._cond:
+            with self._lock:
                 self._busy = False
                 self._cond.notify_all()
 
@@ -705,40 +714,55 @@ class SessionEngine:
         """Block until no listener runs (Connection.stop, Session.close)."""
         if threading.current_thread() is self._dispatcher:
             return
-        with self._cond:
+        with self._lock:
             while self._busy:
                 self._cond.wait(0.5)
 
-    def acquire_send_slot(self, size: int) -> None:
+    def acquire_send_slot(self, size: int, ordered: bool = False) -> int:
         """For MessageProducer: wait (bounded by the receipt timeout) for a place in the asynchronous send
-        window (jmslike.send_window)."""
+        window (jmslike.send_window); when ``ordered`` (a send with a CompletionListener), return the send's
+        place in the completion order (:meth:`completion_ticket`), else -1. One pass under the lock when a
+        place is free, the usual case: this runs once per asynchronous send."""
+        with self._lock:
+            if self._window.try_take(size):
+                return self._completions.ticket() if ordered else -1
         self._window.acquire(size)
+        return self.completion_ticket() if ordered else -1
 
     def completion_ticket(self) -> int:
         """The place of an asynchronous send with a CompletionListener in this session's send order."""
-        with self._cond:
+        with self._lock:
             return self._completions.ticket()
 
     def complete(self, ticket: int, then: Callable[[], None]) -> None:
         """Receiver thread: the send of ``ticket`` is settled; its callback is queued for the dispatch thread
         once every earlier send's is (JMS 2.0 §7.3.8: callbacks in send order, whatever order receipts come
         in; Artemis answers PERSISTENT sends out of order)."""
-        with self._cond:
-            ready = self._completions.settle(ticket, then)
-            if ready and self._closed:
-                # close() gave up waiting (receipt timeout) and returned: JMS allows no callback after that.
-                log.warning("a send settled after its session was closed; its completion callback is not run")
-                return
-            for task in ready:
-                self.run_task(task)  # inside this pass: the lock is re-entrant
+        with self._lock:
+            if self._queue_completions(ticket, then):
+                self._cond.notify_all()
+
+    def _queue_completions(self, ticket: int, then: Callable[[], None]) -> bool:
+        """Under the lock: :meth:`complete` without the wake-up, which the caller owes when this returns True."""
+        ready = self._completions.settle(ticket, then)
+        if not ready:
+            return False
+        if self._closed:
+            # close() gave up waiting (receipt timeout) and returned: JMS allows no callback after that.
+            log.warning("a send settled after its session was closed; its completion callback is not run")
+            return False
+        self._tasks.extend(ready)
+        self._start_dispatcher()
+        return True
 
     def release_send_slot(self, size: int, then: Callable[[], None] | None = None, ticket: int = -1) -> None:
         """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback, with its
-        ``ticket``) is queued in the same pass under the lock: this runs once per send."""
-        with self._cond:
+        ``ticket``) is queued in the same pass under the lock, with one wake-up for both: this runs once per
+        send."""
+        with self._lock:
             self._window.release(size)
             if then is not None:
-                self.complete(ticket, then)
+                self._queue_completions(ticket, then)
             self._cond.notify_all()
 
     def settle_sends(self) -> bool:
@@ -757,7 +781,7 @@ class SessionEngine:
         queued callbacks run here, since they would otherwise wait behind the caller."""
         deadline = time.monotonic() + self._connection.config.receipt_timeout_ms / 1000
         mine = self.on_dispatch_thread()
-        with self._cond:
+        with self._lock:
             while True:
                 while mine and self._tasks:
                     task = self._tasks.popleft()
@@ -791,7 +815,7 @@ class SessionEngine:
 
     def on_connection_lost(self) -> None:
         """Receiver thread: prefetched and unacknowledged messages now belong to the broker again."""
-        with self._cond:
+        with self._lock:
             for consumer in self._consumers:
                 consumer.inbox.clear()
             if self.transacted and (self._unacked or self._tx is not None):
@@ -819,7 +843,7 @@ class SessionEngine:
                 "to return); close the consumer instead, or close the session from another thread"
             )
         self._settle_callbacks()
-        with self._cond:  # no new listener delivery from here on, then wait for the running one
+        with self._lock:  # no new listener delivery from here on, then wait for the running one
             self._stopping = True
             self._cond.notify_all()
         self.wait_idle()
@@ -830,7 +854,7 @@ class SessionEngine:
                 log.debug("rollback on close failed", exc_info=True)
         for consumer in list(self._consumers):
             consumer.close()
-        with self._cond:
+        with self._lock:
             # Closing a session does not acknowledge: the broker gets these back.
             for consumer, pending in self._unacked:
                 self._give_back(consumer, [pending])
@@ -838,7 +862,7 @@ class SessionEngine:
         self._release_closed()
         for producer in list(self._producers):
             producer.close_quietly()  # this session's sends are settled above; errors went to the listener
-        with self._cond:
+        with self._lock:
             self._closed = True
             self._cond.notify_all()
         self._connection.remove_session(self)
@@ -846,7 +870,7 @@ class SessionEngine:
     def consumer_closed(self, consumer: MessageConsumer) -> None:
         """Stop delivery, then detach at once, or defer while the session still owes the broker an ack
         for messages the consumer delivered."""
-        with self._cond:
+        with self._lock:
             buffered = consumer.inbox.close()
             if consumer in self._consumers:
                 self._consumers.remove(consumer)
@@ -868,12 +892,12 @@ class SessionEngine:
 
     def hand_back(self, consumer: MessageConsumer) -> list[IncomingMessage]:
         """The closed consumer's messages that go back to the broker at detach (taken only once)."""
-        with self._cond:
+        with self._lock:
             return [m for m in self._orphans.pop(consumer, []) if not m.local]
 
     def _release_closed(self) -> None:
         """Detach closed consumers whose delivered messages are now settled (acked, recovered, rolled back)."""
-        with self._cond:
+        with self._lock:
             settled = self._settled_closed()
         for consumer in settled:
             self._detach(consumer)

@@ -14,8 +14,9 @@ from jmslike.send_window import CompletionOrder, SendWindow
 
 
 def window(count: int, byte_limit: int, timeout_s: float = 5.0) -> tuple[SendWindow, threading.Condition]:
-    cond = threading.Condition(threading.RLock())
-    return SendWindow(cond, count, byte_limit, timeout_s), cond
+    lock = threading.RLock()
+    cond = threading.Condition(lock)
+    return SendWindow(cond, lock, count, byte_limit, timeout_s), cond
 
 
 def release(win: SendWindow, cond: threading.Condition, size: int) -> None:
