@@ -183,8 +183,8 @@ class ActiveMQAdapter(StompDialect):
         # the subscription (key: this connection's client ID + name) and ignores the id.
         wire.request(Frame("UNSUBSCRIBE", {"id": f"unsubscribe-{name}", "activemq.subscriptionName": name}))
 
-    def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
-        headers = super().send_headers(message)
+    def fixed_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        headers = super().fixed_send_headers(message)
         if self._sends_java_map(message):
             # The transformation header alone picks ActiveMQ's XStream translator (amq-msg-type is unused).
             headers[TRANSFORMATION_HEADER] = MAP_TRANSFORMATION

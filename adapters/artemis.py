@@ -740,15 +740,21 @@ class ArtemisAdapter(StompDialect):
 
     # -- messages -------------------------------------------------------------------------------------
 
-    def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
-        headers = super().send_headers(message)
+    def fixed_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        headers = super().fixed_send_headers(message)
         headers[DESTINATION_TYPE_HEADER] = routing_type(message.destination)
+        headers[CONNECTION_HEADER] = self._origin
+        return headers
+
+    def varying_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        headers = super().varying_send_headers(message)
         if message.reply_to is not None:
             headers["reply-to"] = self.reply_to_name(message.reply_to)
-        headers[CONNECTION_HEADER] = self._origin
         if message.timestamp:
             headers[SENT_AT_HEADER] = str(message.timestamp)
-        if self._client_id is not None:
+        if (
+            self._client_id is not None
+        ):  # set by the connection's client ID, which may come after a first send
             headers[CLIENT_ID_HEADER] = self._client_id
         return headers
 

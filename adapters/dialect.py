@@ -14,6 +14,7 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Mapping
+from typing import Final
 
 from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import TYPE_HEADER
@@ -25,6 +26,7 @@ from jmslike.contract import (
     Browse,
     Capabilities,
     Frame,
+    HeaderTemplate,
     IncomingMessage,
     OutgoingMessage,
     SelectorSupport,
@@ -127,6 +129,7 @@ class StompDialect:
     cumulative_client_ack = False
     tcp_quick_ack = False
     _parsed_destinations: dict[str, Destination | None]
+    _templates: dict[tuple[object, ...], HeaderTemplate | None]
     temporary_names_are_local = True
     url_options: Mapping[str, AdapterOption] = {}
     topic_syntax = TopicSyntax(separator=".", single="*", multi="#")
@@ -147,6 +150,7 @@ class StompDialect:
         # In __new__, not __init__, so adapters with their own __init__ need not remember to call super.
         instance = super().__new__(cls)
         instance._parsed_destinations = {}
+        instance._templates = {}
         return instance
 
     # -- connection -----------------------------------------------------------------------------------
@@ -268,13 +272,24 @@ class StompDialect:
 
     # -- messages -------------------------------------------------------------------------------------
 
-    def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+    def fixed_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        """The SEND headers that depend on nothing but the parts of ``message`` in :func:`template_key` (its
+        destination, delivery mode, priority, time to live, body type and origin) and on settings of this adapter
+        fixed before its first send. A producer's sends share them, so :meth:`send_frame` makes them once per key
+        and the encoder encodes them once (HeaderTemplate). An adapter adds its own such headers here; a header
+        that depends on anything else belongs in :meth:`varying_send_headers`."""
+        return {
+            "destination": self.destination_name(message.destination),
+            "persistent": "true" if message.delivery_mode == DeliveryMode.PERSISTENT else "false",
+            "priority": str(message.priority),
+            TYPE_HEADER: message.type_tag,
+        }
+
+    def varying_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        """The SEND headers that may change from one send to the next: the application's properties, then the JMS
+        headers set per send (a reserved header wins over a property of the same name, as in :meth:`send_frame`)."""
         headers = dict(message.property_headers)
-        headers["destination"] = self.destination_name(message.destination)
-        headers["persistent"] = "true" if message.delivery_mode == DeliveryMode.PERSISTENT else "false"
-        headers["priority"] = str(message.priority)
         headers["timestamp"] = str(message.timestamp)
-        headers[TYPE_HEADER] = message.type_tag
         if message.expiration:
             headers["expires"] = str(message.expiration)
         if message.message_id is not None:
@@ -300,12 +315,36 @@ class StompDialect:
         raise NotImplementedError(f"{self.display_name} has no delivery delay")
 
     def send_frame(self, message: OutgoingMessage, transaction: str | None) -> Frame:
-        headers = self.send_headers(message)
+        varying = self.varying_send_headers(message)
         if transaction is not None:
-            headers["transaction"] = transaction
-        encode_uncarriable(headers)
+            varying["transaction"] = transaction
+        template = self._send_template(message)
+        if template is not None:
+            headers = {**template.headers, **varying}
+            if len(headers) != len(template.headers) + len(varying):
+                # A property named like one of the fixed headers (one this adapter does not reserve): the
+                # header wins, as it always has, and this frame is encoded without the template.
+                headers, template = {**varying, **template.headers}, None
+        else:
+            headers = {**varying, **self.fixed_send_headers(message)}
+        encode_uncarriable(headers)  # a template's values are carriable (_send_template): only others change
         self.check_limits(headers, message.body)
-        return Frame("SEND", headers, message.body)
+        return Frame("SEND", headers, message.body, template=template)
+
+    def _send_template(self, message: OutgoingMessage) -> HeaderTemplate | None:
+        """The template of :meth:`fixed_send_headers` for ``message``'s key, made on first use; None when a value
+        needs encode_uncarriable (then each frame encodes it). Kept per connection, at most
+        :data:`TEMPLATES_KEPT`: past that the cache starts again, so ever new destinations hold no memory."""
+        key = template_key(message)
+        template = self._templates.get(key, _NO_TEMPLATE)
+        if template is not _NO_TEMPLATE:
+            return template  # type: ignore[return-value]
+        fixed = self.fixed_send_headers(message)
+        made = None if _uncarriable("".join(fixed.values())) else HeaderTemplate(fixed)
+        if len(self._templates) >= TEMPLATES_KEPT:
+            self._templates.clear()
+        self._templates[key] = made
+        return made
 
     def check_limits(self, headers: Mapping[str, str], body: bytes) -> None:
         """Refuse a frame the broker would answer by closing the connection."""
@@ -395,6 +434,27 @@ class StompDialect:
         ):
             return IllegalStateException
         return JMSException
+
+
+#: SEND header templates kept per connection (:meth:`StompDialect._send_template`).
+TEMPLATES_KEPT: Final = 256
+
+_NO_TEMPLATE: Final = object()
+
+
+def template_key(message: OutgoingMessage) -> tuple[object, ...]:
+    """What :meth:`StompDialect.fixed_send_headers` may depend on in ``message``. The destination's type and name,
+    not the destination: its dataclass hash is a Python call, this one is not."""
+    destination = message.destination
+    return (
+        type(destination),
+        destination.name,
+        message.delivery_mode,
+        message.priority,
+        message.time_to_live,
+        message.type_tag,
+        message.origin,
+    )
 
 
 def encode_uncarriable(headers: dict[str, str]) -> None:

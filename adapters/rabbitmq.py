@@ -404,8 +404,8 @@ class RabbitMQAdapter(StompDialect):
 
     # -- messages -------------------------------------------------------------------------------------
 
-    def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
-        headers = super().send_headers(message)
+    def fixed_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+        headers = super().fixed_send_headers(message)
         if headers.get("persistent") == "false":
             del headers["persistent"]  # "false" would re-declare the queue non-durable
         if message.time_to_live:

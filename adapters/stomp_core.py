@@ -242,7 +242,8 @@ class StompProtocol:
             pending = Receipt(f"{self.receipt_prefix}{next(self._numbers)}", frame)
             self._pending[pending.receipt_id] = frame
         headers = wire_headers(frame, pending.receipt_id if pending is not None else None)
-        return self._written(encode_frame(frame.command, headers, frame.body, self.version), now), pending
+        data = encode_frame(frame.command, headers, frame.body, self.version, frame.template)
+        return self._written(data, now), pending
 
     @property
     def receipts_due(self) -> int:

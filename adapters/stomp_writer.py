@@ -17,8 +17,11 @@ frame never announces a length it does not carry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from jmslike.contract import HeaderTemplate
 
 _NUL: Final = b"\x00"
 
@@ -36,20 +39,36 @@ def _escape_12(text: str) -> str:
     return text
 
 
-def encode_frame(command: str, headers: Mapping[str, str], body: bytes, version: str) -> bytes:
-    """The bytes of one client frame: command line, escaped headers, blank line, body, NUL."""
+def encode_frame(
+    command: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    version: str,
+    template: HeaderTemplate | None = None,
+) -> bytes:
+    """The bytes of one client frame: command line, escaped headers, blank line, body, NUL. ``template``: the
+    first headers are its own, unchanged (HeaderTemplate), so their text encoded the first time is written."""
     if body and "content-length" in headers:
         headers = {**headers, "content-length": str(len(body))}
+    if template is None:
+        head = _header_block(headers.items(), version)
+    else:
+        text = template.encoded.get(version)
+        if text is None:
+            text = template.encoded[version] = _header_block(template.headers.items(), version)
+        rest = list(headers.items())[len(template.headers) :]
+        head = text + _header_block(rest, version)
+    return b"".join((f"{command}\n{head}\n".encode("utf-8", "replace"), body, _NUL))
+
+
+def _header_block(items: Collection[tuple[str, str]], version: str) -> str:
+    """Headers as escaped ``name:value`` lines."""
     # Escaping every name and value with a call each costs ~36 calls per SEND. Instead the header block is
     # built with two stand-in separators no header holds (counted to be sure), escaped in one pass of C-level
     # replaces, and the separators put in last; a header holding a stand-in is escaped one by one.
-    head = "".join([f"{key}\x00{value}\x01" for key, value in headers.items()])
-    count = len(headers)
+    escape = _escape_12 if version == "1.2" else _escape_11
+    head = "".join([f"{key}\x00{value}\x01" for key, value in items])
+    count = len(items)
     if head.count("\x00") != count or head.count("\x01") != count:
-        escape = _escape_12 if version == "1.2" else _escape_11
-        head = "".join([f"{escape(key)}:{escape(value)}\n" for key, value in headers.items()])
-    else:
-        head = (
-            (_escape_12 if version == "1.2" else _escape_11)(head).replace("\x00", ":").replace("\x01", "\n")
-        )
-    return b"".join((f"{command}\n{head}\n".encode("utf-8", "replace"), body, _NUL))
+        return "".join([f"{escape(key)}:{escape(value)}\n" for key, value in items])
+    return escape(head).replace("\x00", ":").replace("\x01", "\n")

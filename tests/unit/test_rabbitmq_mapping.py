@@ -122,3 +122,45 @@ def test_shared_subscriptions_have_their_own_queue_names_and_headers() -> None:
     assert headers["x-queue-name"] == shared_queue_name(spec("c", False))
     durable_headers = RabbitMQAdapter().subscribe_headers(spec("c", True))
     assert (durable_headers["durable"], durable_headers["auto-delete"]) == ("true", "false")
+
+
+def test_a_producers_sends_share_one_header_template_and_encode_as_without_it() -> None:
+    from jmslike.adapters.stomp_writer import encode_frame
+
+    rabbit = adapter("rabbitmq://h:61613?rabbitmq_queue_type=quorum")
+    first = rabbit.send_frame(outgoing(message_id="ID:1", timestamp=1, property_headers={"k": "v:1"}), "tx-1")
+    second = rabbit.send_frame(outgoing(message_id="ID:2", timestamp=2), None)
+    assert first.template is not None and first.template is second.template
+    fixed = dict(first.template.headers)
+    assert fixed["destination"] == "/queue/q" and fixed["x-queue-type"] == "quorum"
+    for frame, varying in ((first, {"k": "v:1", "jmslike-id": "ID:1", "transaction": "tx-1"}), (second, {})):
+        assert list(frame.headers.items())[: len(fixed)] == list(fixed.items())
+        assert varying.items() <= frame.headers.items()
+        for _ in range(2):  # the second time from the template's encoded text
+            assert encode_frame("SEND", frame.headers, frame.body, "1.2", frame.template) == encode_frame(
+                "SEND", frame.headers, frame.body, "1.2"
+            )
+    other = rabbit.send_frame(outgoing(priority=7), None)
+    assert other.template is not first.template and other.headers["priority"] == "7"
+
+
+def test_a_property_named_like_a_fixed_header_loses_to_it_and_the_frame_has_no_template() -> None:
+    # x-max-length is not a reserved name on RabbitMQ, so the property keeps its name; the header wins, as it
+    # always has, and that frame is encoded in full.
+    store = Queue("jmslike.retained.t")
+    frame = adapter().send_frame(outgoing(destination=store, property_headers={"x-max-length": "9"}), None)
+    assert frame.headers["x-max-length"] == "1" and frame.template is None
+    assert adapter().send_frame(outgoing(destination=store), None).template is not None
+
+
+def test_a_fixed_header_stomp_cannot_carry_is_encoded_per_frame_without_a_template() -> None:
+    # Destination names cannot hold CR or NUL, but an adapter's own fixed header might.
+    class Odd(RabbitMQAdapter):
+        def fixed_send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+            return {**super().fixed_send_headers(message), "odd": "a\rb"}
+
+    odd = Odd()
+    odd.connect_headers(parse_url("rabbitmq://h:61613"), None)
+    frame = odd.send_frame(outgoing(), None)
+    assert frame.template is None
+    assert frame.headers["odd"] != "a\rb" and frame.headers["jmslike-encoded"] == "odd"

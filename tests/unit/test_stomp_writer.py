@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from jmslike.adapters.stomp_reader import HEARTBEAT, FrameDecoder
 from jmslike.adapters.stomp_writer import encode_frame
+from jmslike.contract import HeaderTemplate
 
 # Any text, including STOMP's special characters (backslash, colon, CR, LF); no lone surrogates.
 text = st.text(st.characters(blacklist_categories=("Cs",)) | st.sampled_from("\\:\r\n"), max_size=15)
@@ -61,3 +62,27 @@ def test_layout_and_escaped_names() -> None:
 @pytest.mark.parametrize("version", ["1.1", "1.2"])
 def test_lone_surrogate_becomes_question_mark_as_with_stomp_py(version: str) -> None:
     assert encode_frame("SEND", {"k": "a\ud800b"}, b"x", version) == b"SEND\nk:a?b\n\nx\x00"
+
+
+@seed(20261128)
+@settings(max_examples=300, deadline=None)
+@given(
+    fixed=header_maps.filter(lambda h: not HeaderTemplate.CORE_HEADERS & h.keys()),
+    rest=header_maps,
+    body=st.binary(max_size=32),
+    version=st.sampled_from(["1.1", "1.2"]),
+)
+def test_a_header_template_encodes_as_its_headers_do(
+    fixed: dict[str, str], rest: dict[str, str], body: bytes, version: str
+) -> None:
+    headers = {**fixed, **{k: v for k, v in rest.items() if k not in fixed}}
+    template = HeaderTemplate(fixed)
+    plain = encode_frame("SEND", headers, body, version)
+    assert encode_frame("SEND", headers, body, version, template) == plain
+    assert encode_frame("SEND", headers, body, version, template) == plain  # from the text kept
+
+
+@pytest.mark.parametrize("name", sorted(HeaderTemplate.CORE_HEADERS))
+def test_a_header_template_refuses_the_headers_the_core_sets_per_frame(name: str) -> None:
+    with pytest.raises(ValueError, match=name):
+        HeaderTemplate({"destination": "/queue/q", name: "1"})
