@@ -14,7 +14,7 @@ import dataclasses
 import hashlib
 import re
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Any, Final
 
 from jmslike.adapters.stomp_core import Version
 from jmslike.body_codec import TYPE_HEADER
@@ -145,6 +145,17 @@ class StompDialect:
         "/temp-queue/": TemporaryQueue,
         "/temp-topic/": TemporaryTopic,
     }
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "send_headers" in vars(cls):
+            # The hook was split (2026-11-28); an override of the old name would never be called, and its
+            # headers would be dropped without a word.
+            raise TypeError(
+                f"{cls.__name__} overrides send_headers, which jmslike no longer calls: put headers that depend only "
+                "on the destination, delivery mode, priority, time to live, body type and origin in "
+                "fixed_send_headers, and the others in varying_send_headers"
+            )
 
     def __new__(cls, *args: object, **kwargs: object) -> StompDialect:
         # In __new__, not __init__, so adapters with their own __init__ need not remember to call super.

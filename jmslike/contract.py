@@ -137,7 +137,8 @@ class Frame:
     # SEND frames carry content-length unless the adapter says otherwise (Artemis reads a frame without
     # it as text for Java peers; a body with a NUL always needs it).
     content_length: bool = True
-    # ``headers`` starts with this template's headers, encoded once for all the frames that share it.
+    # ``headers`` starts with this template's headers, encoded once for all the frames that share it. A copy with
+    # other headers is made with ``template=None`` too: the encoder writes the template's text, not its headers.
     template: HeaderTemplate | None = None
 
 

@@ -772,6 +772,15 @@ def test_client_id_is_claimed_with_a_lock_queue() -> None:
     assert adapter.send_frame(outgoing(), None).headers[CLIENT_ID_HEADER] == "c1"
 
 
+def test_sends_before_and_after_the_client_id_share_a_template_but_not_the_client_id_header() -> None:
+    adapter = with_management(ScriptedManagement({("broker", "createQueue"): ok("{}")}))
+    before = adapter.send_frame(outgoing(), None)
+    adapter.on_connected(RecordingWire(), {}, "c1")
+    after = adapter.send_frame(outgoing(), None)
+    assert CLIENT_ID_HEADER not in before.headers and after.headers[CLIENT_ID_HEADER] == "c1"
+    assert after.template is not None and after.template is before.template
+
+
 def test_client_id_in_use_is_refused() -> None:
     adapter = with_management(ScriptedManagement({("broker", "createQueue"): ok("{}")}))
     wire = RecordingWire(

@@ -164,3 +164,51 @@ def test_a_fixed_header_stomp_cannot_carry_is_encoded_per_frame_without_a_templa
     frame = odd.send_frame(outgoing(), None)
     assert frame.template is None
     assert frame.headers["odd"] != "a\rb" and frame.headers["jmslike-encoded"] == "odd"
+
+
+def test_sends_with_other_producer_settings_get_their_own_fixed_headers() -> None:
+    rabbit = adapter()
+    assert "expiration" not in rabbit.send_frame(outgoing(time_to_live=0), None).headers
+    assert rabbit.send_frame(outgoing(time_to_live=5), None).headers["expiration"] == "5"
+    assert "jmslike-origin" not in rabbit.send_frame(outgoing(origin=""), None).headers
+    assert rabbit.send_frame(outgoing(origin="o1"), None).headers["jmslike-origin"] == "o1"
+    assert rabbit.send_frame(outgoing(destination=Topic("t")), None).headers["destination"] == "/topic/t"
+
+
+def test_a_send_carries_the_same_headers_as_before_the_template() -> None:
+    rabbit = adapter("rabbitmq://h:61613?rabbitmq_max_priority=9")
+    expected = {
+        "destination": "/queue/q",
+        "persistent": "true",
+        "priority": "4",
+        "jmslike-type": "text",
+        "expiration": "5000",
+        "jmslike-origin": "conn-1",
+        "x-max-priority": "9",
+        "color": "red",
+        "timestamp": "1",
+        "expires": "6001",
+        "jmslike-id": "ID:1",
+        "correlation-id": "c",
+        "transaction": "tx-1",
+    }
+    for _ in range(2):  # the second from the template
+        frame = rabbit.send_frame(
+            outgoing(
+                delivery_mode=DeliveryMode.PERSISTENT,
+                time_to_live=5000,
+                expiration=6001,
+                correlation_id="c",
+                property_headers={"color": "red"},
+            ),
+            "tx-1",
+        )
+        assert dict(frame.headers) == expected
+
+
+def test_an_adapter_overriding_the_old_send_headers_hook_is_refused_when_defined() -> None:
+    with pytest.raises(TypeError, match="fixed_send_headers"):
+
+        class Old(RabbitMQAdapter):
+            def send_headers(self, message: OutgoingMessage) -> dict[str, str]:
+                return {}
