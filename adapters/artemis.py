@@ -752,9 +752,8 @@ class ArtemisAdapter(StompDialect):
             headers["reply-to"] = self.reply_to_name(message.reply_to)
         if message.timestamp:
             headers[SENT_AT_HEADER] = str(message.timestamp)
-        if (
-            self._client_id is not None
-        ):  # set by the connection's client ID, which may come after a first send
+        # Per send: the connection's client ID may be set after a first send.
+        if self._client_id is not None:
             headers[CLIENT_ID_HEADER] = self._client_id
         return headers
 
