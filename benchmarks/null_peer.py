@@ -18,6 +18,7 @@ same-work CPU in both APIs; #21's NON_PERSISTENT target is at least 0.8 of raw f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import multiprocessing
@@ -27,7 +28,7 @@ import statistics
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from . import aio_workloads as aio
 from . import workloads as w
@@ -159,6 +160,32 @@ def _peer_main(listener: socket.socket) -> None:
     serve(listener)
 
 
+@contextlib.contextmanager
+def running_peer() -> Iterator[int]:
+    """A null peer in a process of its own, on a free loopback port (yielded), ended on exit."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    peer = multiprocessing.get_context("fork").Process(target=_peer_main, args=(listener,), daemon=True)
+    peer.start()
+    listener.close()
+    try:
+        yield port
+    finally:
+        peer.terminate()
+        peer.join(10)
+
+
+def with_baselines(names: list[str]) -> list[str]:
+    """``names`` and the raw cases they are compared with (fire-and-forget too when a NON_PERSISTENT case runs)."""
+    names = list(names)
+    for baseline in {CASES[n][1] for n in names} | (
+        {FIRE_AND_FORGET} if any("NON_P" in n for n in names) else set()
+    ):
+        if baseline not in names:
+            names.append(baseline)
+    return names
+
+
 # -- the clients ------------------------------------------------------------------------------------------
 
 
@@ -196,7 +223,7 @@ def _run_case(case: str, port: int, seconds: float) -> tuple[float, float]:
         text=True,
         timeout=seconds * 10 + 60,
     ).stdout
-    cpu, full_gcs = out.strip().splitlines()[-1].split()
+    cpu, full_gcs, _ = out.strip().splitlines()[-1].split()
     return float(cpu), float(full_gcs)
 
 
@@ -213,22 +240,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.case:
         CASES[args.case][0](_bench(args.port, args.seconds))
-        print(f"{w.CPU.last:.3f} {w.CPU.full_gcs:.2f}")
+        print(f"{w.CPU.last:.3f} {w.CPU.full_gcs:.2f} {w.CPU.messages}")
         return 0
-    names = [n for n in CASES if not args.only or any(s in n for s in args.only.split(","))]
-    for baseline in {CASES[n][1] for n in names} | (
-        {FIRE_AND_FORGET} if any("NON_P" in n for n in names) else set()
-    ):
-        if baseline not in names:
-            names.append(baseline)
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-    peer = multiprocessing.get_context("fork").Process(target=_peer_main, args=(listener,), daemon=True)
-    peer.start()
-    listener.close()
+    names = with_baselines([n for n in CASES if not args.only or any(s in n for s in args.only.split(","))])
     values: dict[str, list[float]] = {n: [] for n in names}
     full_gcs: dict[str, list[float]] = {n: [] for n in names}
-    try:
+    with running_peer() as port:
         for round_no in range(args.rounds):
             for name in names if round_no % 2 == 0 else list(reversed(names)):
                 cpu, collections = _run_case(name, port, args.seconds)
@@ -237,9 +254,6 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"round {round_no + 1}: {name}: {cpu:.1f} µs, {collections:.1f} full GCs", file=sys.stderr
                 )
-    finally:
-        peer.terminate()
-        peer.join(10)
     median = {n: statistics.median(v) for n, v in values.items()}
     print(
         f"client CPU per {SIZE} B send against a null STOMP peer, median of {args.rounds} rounds (µs; lower is better)"

@@ -62,10 +62,12 @@ class Bench:
 class _CpuNote:
     """CPU microseconds per message of the last timed section (NaN when it recorded none), and how many full
     garbage collections (generation 2) it ran per 100,000 messages: objects a client keeps per send in flight
-    make the collector run, and a full collection walks every object of the process (docs/performance.md)."""
+    make the collector run, and a full collection walks every object of the process (docs/performance.md); and
+    how many messages that section had."""
 
     last = math.nan
     full_gcs = math.nan
+    messages = 0  # of the last timed section (benchmarks.instructions divides by it)
 
 
 CPU = _CpuNote()
@@ -85,6 +87,7 @@ class Stopwatch:
         """msg/s from the start to ``end`` (a perf_counter time; default now); notes CPU µs per message
         in ``CPU.last``."""
         wall = (time.perf_counter() if end is None else end) - self.wall
+        CPU.messages = count
         CPU.last = (time.process_time() - self.cpu) / count * 1e6 if count else math.nan
         CPU.full_gcs = (gc.get_stats()[2]["collections"] - self.full_gcs) / count * 1e5 if count else math.nan
         return count / wall
