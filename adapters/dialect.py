@@ -365,7 +365,10 @@ class StompDialect:
                 f"{self.max_headers} per STOMP frame"
             )
         limit = self.max_header_line_bytes
-        if limit is not None:
+        # The usual frame: all its names and values together are too short for any one line to pass the limit
+        # (escaped and UTF-8 encoded, a character takes at most 4 bytes), found by two C-level joins instead of a
+        # Python loop over the headers.
+        if limit is not None and 4 * (len("".join(headers)) + len("".join(headers.values()))) >= limit:
             for key, value in headers.items():
                 if 4 * (len(key) + len(value)) < limit:
                     continue  # escaped and UTF-8 encoded, a character takes at most 4 bytes

@@ -212,11 +212,11 @@ class ProducerSettings:
             raise MessageFormatException(f"send() needs a Message created by the session, got {rest[:1]!r}")
         message = rest[0]
         options = rest[1:]
-        if len(options) not in (0, 3):
+        if not options:  # the producer's own settings, checked when they were set
+            return destination, message, self._delivery_mode, self._priority, self._time_to_live
+        if len(options) != 3:
             raise JMSException("send(message, deliveryMode, priority, timeToLive): give all three or none")
-        mode, priority, ttl = (
-            options if options else (self._delivery_mode, self._priority, self._time_to_live)
-        )
+        mode, priority, ttl = options
         return (
             destination,
             message,

@@ -332,6 +332,31 @@ def test_header_line_limit_shortcut_never_passes_a_long_line(value: str, key: st
         assert not too_long
 
 
+@seed(20261129)
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.text(alphabet=st.sampled_from("k€x"), min_size=1, max_size=5),
+        st.text(alphabet=st.sampled_from("ab:\\\n€😀"), max_size=30),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_header_line_limit_shortcut_over_the_whole_frame_never_passes_a_long_line(
+    headers: dict[str, str],
+) -> None:
+    # check_limits first asks whether all names and values together could reach the limit; only then each line.
+    small = ActiveMQAdapter()
+    small.max_header_line_bytes = 48
+    too_long = any(_wire_line_bytes(key, value) > 48 for key, value in headers.items())
+    try:
+        small.check_limits(headers, b"")
+    except MessageFormatException:
+        assert too_long
+    else:
+        assert not too_long
+
+
 def test_a_delayed_send_carries_the_schedulers_header_and_its_delivery_time() -> None:
     frame = adapter.send_frame(outgoing(delivery_delay=1500, delivery_time=2500), None)
     assert frame.headers["AMQ_SCHEDULED_DELAY"] == "1500"
