@@ -17,6 +17,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import itertools
+import math
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
@@ -44,27 +45,78 @@ from jmslike.exceptions import (
 T = TypeVar("T")
 
 
+class WaitDeadlines:
+    """The deadlines of one wire's receipt waits, kept by one timer on the loop instead of one timer per wait.
+
+    Why: a synchronous send in jmslike.aio waits for its receipt with a deadline (receipt_timeout_ms), and a timer
+    per wait -- a TimerHandle made, pushed on the loop's heap, cancelled a few hundred microseconds later and
+    dropped from the heap -- was about a tenth of that send's work (``python -m benchmarks.instructions``). Here a
+    wait is an entry in a dict; the one timer is set for the earliest deadline, and when it fires it ends the waits
+    that are due and is set again for the earliest left. Receipts come long before their deadlines, so it fires
+    about once per timeout and finds nothing, whatever the rate of sends."""
+
+    __slots__ = ("_at", "_loop", "_timer", "_waits")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._waits: dict[asyncio.Future[None], float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._at = math.inf  # when the timer fires
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def add(self, waiting: asyncio.Future[None], timeout_s: float) -> None:
+        """End ``waiting`` (its result None) once ``timeout_s`` has passed, unless it is done or removed first."""
+        at = self._loop.time() + timeout_s
+        self._waits[waiting] = at
+        if at < self._at:
+            self._set(at)
+
+    def remove(self, waiting: asyncio.Future[None]) -> None:
+        """``waiting`` is over; the timer stays set (when it fires it finds this one gone)."""
+        self._waits.pop(waiting, None)
+
+    def _set(self, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = self._loop.call_at(at, self._due)
+        self._at = at
+
+    def _due(self) -> None:
+        self._timer, self._at = None, math.inf
+        now = self._loop.time()
+        due = [waiting for waiting, at in self._waits.items() if at <= now]
+        for waiting in due:
+            del self._waits[waiting]
+            _end_wait(waiting)
+        if self._waits:
+            self._set(min(self._waits.values()))
+
+
 class AsyncPending:
     """One frame waiting for its receipt on the loop: ``await answered()``; ``callback`` runs on the loop.
 
     Most are never awaited (unwaited sends hear their answer through ``callback``), so a future exists only while
-    someone waits: one per waiter, ended by its own timer. No ``asyncio.timeout`` and no ``shield``, which cost a
-    synchronous send two more objects and their callbacks (docs/performance.md). A waiter that times out or is
-    cancelled ends only its own wait; the answer, when it comes, is still recorded and wakes the others."""
+    someone waits: one per waiter, ended by the answer or by its deadline (the wire's :class:`WaitDeadlines`). No
+    ``asyncio.timeout`` and no ``shield``, which cost a synchronous send two more objects and their callbacks
+    (docs/performance.md). A waiter that times out or is cancelled ends only its own wait; the answer, when it
+    comes, is still recorded and wakes the others."""
 
-    __slots__ = ("_loop", "_waiters", "callback", "error", "finished", "frame")
+    __slots__ = ("_deadlines", "_waiters", "callback", "error", "finished", "frame")
 
     def __init__(
         self,
         frame: Frame,
         callback: Callable[[JMSException | None], None] | None,
-        loop: asyncio.AbstractEventLoop,
+        deadlines: WaitDeadlines,
     ) -> None:
         self.frame = frame
         self.callback = callback
         self.error: JMSException | None = None
         self.finished = False
-        self._loop = loop
+        self._deadlines = deadlines
         # Made by the first waiter: most are never awaited, and a list per send in flight is one more object for
         # the garbage collector to track (jmslike.contract says why that counts).
         self._waiters: list[asyncio.Future[None]] | None = None
@@ -84,16 +136,17 @@ class AsyncPending:
         """Wait up to ``timeout_s`` for the answer (``error`` then says which); False when none came in time."""
         if self.finished:
             return True
-        waiting: asyncio.Future[None] = self._loop.create_future()
+        deadlines = self._deadlines
+        waiting: asyncio.Future[None] = deadlines.loop.create_future()
         if self._waiters is None:
             self._waiters = []
         waiters = self._waiters
         waiters.append(waiting)
-        timer = self._loop.call_later(timeout_s, _end_wait, waiting)
+        deadlines.add(waiting, timeout_s)
         try:
             await waiting
         finally:
-            timer.cancel()
+            deadlines.remove(waiting)
             waiters.remove(waiting)
         return self.finished
 
@@ -121,6 +174,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
     ) -> None:
         super().__init__(config, host, events, error_for, default_vhost, tx_sends_answered_at_commit)
         self._loop = asyncio.get_running_loop()
+        self._deadlines = WaitDeadlines(self._loop)
         self._connected = asyncio.Event()
         self._connection = AsyncStompConnection(
             DriverSettings.from_config(config, host, stomp_version, f"a{next(self._ids)}-"),
@@ -201,7 +255,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
         is no longer counted as one the connection waits for (``_gave_up``), and a callback would still run, so
         callers with a callback shield this call (the session engine does)."""
         self._check_usable(frame)
-        pending = AsyncPending(frame, callback, self._loop)
+        pending = AsyncPending(frame, callback, self._deadlines)
         recorded: list[str] = []
         try:
             await self._write(frame, pending, recorded)
@@ -225,7 +279,7 @@ class AsyncStompWire(WireBase[AsyncPending]):
         self._check_usable(frame)
         if not self._connection.takes_without_waiting:
             return None
-        pending = AsyncPending(frame, callback, self._loop)
+        pending = AsyncPending(frame, callback, self._deadlines)
         recorded: list[str] = []
         try:
             self._connection.write(
