@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from .null_peer import CASES, running_peer, with_baselines
+from .null_peer import CASES, case_command, running_peer, with_baselines
 
 #: callgrind's total line in its output file: ``summary: N`` (older releases: ``totals: N``).
 _TOTAL = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
@@ -68,15 +68,7 @@ def _run(case: str, port: int, seconds: float) -> Count:
                 "valgrind",
                 "--tool=callgrind",
                 f"--callgrind-out-file={out_file}",
-                sys.executable,
-                "-m",
-                "benchmarks.null_peer",
-                "--case",
-                case,
-                "--port",
-                str(port),
-                "--seconds",
-                str(seconds),
+                *case_command(case, port, seconds),
             ],
             check=True,
             capture_output=True,

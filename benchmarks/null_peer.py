@@ -204,20 +204,26 @@ def _bench(port: int, seconds: float) -> w.Bench:
     )
 
 
+def case_command(case: str, port: int, seconds: float) -> list[str]:
+    """The child that runs ``case`` once against the peer on ``port``; its last line of output is its CPU µs per
+    message, full collections per 100k messages, and messages in the timed section."""
+    return [
+        sys.executable,
+        "-m",
+        "benchmarks.null_peer",
+        "--case",
+        case,
+        "--port",
+        str(port),
+        "--seconds",
+        str(seconds),
+    ]
+
+
 def _run_case(case: str, port: int, seconds: float) -> tuple[float, float]:
     """In a fresh child: run ``case`` once; its CPU µs per message and full collections per 100k messages."""
     out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "benchmarks.null_peer",
-            "--case",
-            case,
-            "--port",
-            str(port),
-            "--seconds",
-            str(seconds),
-        ],
+        case_command(case, port, seconds),
         check=True,
         capture_output=True,
         text=True,
