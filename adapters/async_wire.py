@@ -50,9 +50,9 @@ class WaitDeadlines:
 
     Why: a synchronous send in jmslike.aio waits for its receipt with a deadline (receipt_timeout_ms), and a timer
     per wait -- a TimerHandle made, pushed on the loop's heap, cancelled a few hundred microseconds later and
-    dropped from the heap -- was about a tenth of that send's work (``python -m benchmarks.instructions``). Here a
-    wait is an entry in a dict; the one timer is set for the earliest deadline, and when it fires it ends the waits
-    that are due and is set again for the earliest left. Receipts come long before their deadlines, so it fires
+    dropped from the heap -- was about a twentieth of that send's instructions (``python -m
+    benchmarks.instructions``). Here a wait is an entry in a dict; the one timer is set for the earliest deadline,
+    and when it fires it ends the waits that are due and is set again for the earliest left. Receipts come long before their deadlines, so it fires
     about once per timeout and finds nothing, whatever the rate of sends."""
 
     __slots__ = ("_at", "_loop", "_timer", "_waits")

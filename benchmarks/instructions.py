@@ -2,7 +2,7 @@
 
 CPU time per message on a shared 2-core VM moves by ±4% between runs of the same code (docs/performance.md), more
 than most changes worth making to the send path. Valgrind's callgrind counts the instructions a process runs, and
-that count repeats to within about 0.5% for the same code whatever else the machine is doing. This runs each case
+that count repeats to within 0.5-2% for the same code whatever else the machine is doing. This runs each case
 of :mod:`benchmarks.null_peer` (the client against a null STOMP peer, in a child process of its own) under
 callgrind twice, with a short and a long timed section, and divides the difference in instructions by the
 difference in messages: start-up, imports, connecting and the warm-up cancel out, every thread of the client is
