@@ -757,13 +757,15 @@ class SessionEngine:
 
     def release_send_slot(self, size: int, then: Callable[[], None] | None = None, ticket: int = -1) -> None:
         """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback, with its
-        ``ticket``) is queued in the same pass under the lock, with one wake-up for both: this runs once per
-        send."""
+        ``ticket``) is queued in the same pass under the lock, with one wake-up for both, and none when neither
+        lets a waiter go on (SendPlaces.release: a full window's sender waits for a quarter of it): this runs once
+        per send."""
         with self._lock:
-            self._window.release(size)
-            if then is not None:
-                self._queue_completions(ticket, then)
-            self._cond.notify_all()
+            wake = self._window.release(size)
+            if then is not None and self._queue_completions(ticket, then):
+                wake = True
+            if wake:
+                self._cond.notify_all()
 
     def settle_sends(self) -> bool:
         """For MessageProducer.close: wait (bounded by the receipt timeout) until this session's asynchronous

@@ -30,7 +30,7 @@ from jmslike.constants import DeliveryMode
 from jmslike.contract import AsyncPendingReceipt, AsyncWire, Frame, OutgoingMessage
 from jmslike.exceptions import ConnectionLostException, JMSException
 from jmslike.messages import Message
-from jmslike.send_window import SendPlaces, settle_once
+from jmslike.send_window import REFILL_WAIT_S, SendPlaces, settle_once
 
 if TYPE_CHECKING:
     from jmslike.aio.producer import MessageProducer
@@ -196,8 +196,8 @@ class Sender:
         goes to its CompletionListener (in send order), or a refusal to the producer and the ExceptionListener,
         and a loss is counted (at-most-once allows it, not silence)."""
         engine = self._engine
-        self.places.release(size)
-        engine.wake()
+        if self.places.release(size):
+            engine.wake()
         if listener is not None:
             assert message is not None
             engine.complete(ticket, completion(listener, message, error))
@@ -254,12 +254,18 @@ class Sender:
         return await asyncio.shield(submitting)
 
     async def _take_place(self, size: int) -> None:
+        if self.places.try_take(size):
+            return
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._engine.connection.config.receipt_timeout_ms / 1000
-        while not self.places.try_take(size):
-            remaining = deadline - loop.time()
-            if remaining <= 0 or not await self._engine.changed_within(remaining):
+        began = loop.time()
+        deadline = began + self._engine.connection.config.receipt_timeout_ms / 1000
+        while True:
+            now = loop.time()
+            if self.places.take_after_wait(size, now - began):
+                return
+            if now >= deadline:
                 raise self.places.stalled()
+            await self._engine.changed_within(min(deadline - now, REFILL_WAIT_S))
 
 
 class _Unwaited:

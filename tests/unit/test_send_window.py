@@ -3,14 +3,17 @@ alone, a full window waits for a release and gives up after the receipt timeout 
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from jmslike.exceptions import JMSException
-from jmslike.send_window import CompletionOrder, SendWindow
+from jmslike.send_window import REFILL_WAIT_S, CompletionOrder, SendPlaces, SendWindow
 
 
 def window(count: int, byte_limit: int, timeout_s: float = 5.0) -> tuple[SendWindow, threading.Condition]:
@@ -70,6 +73,70 @@ def test_a_zero_count_is_one() -> None:
     win.acquire(1)
     with pytest.raises(JMSException):
         win.acquire(1)
+
+
+def test_a_release_wakes_waiters_only_once_a_quarter_of_a_full_window_is_free_or_it_is_empty() -> None:
+    """A sender that found the window full goes on once a quarter is free again, not per receipt (silly window
+    avoidance): releases before that do not wake it; the release that empties the window wakes whoever waits
+    for every send to be settled."""
+    places = SendPlaces(8, 0, 5.0)
+    for _ in range(8):
+        assert places.try_take(1)
+    assert [places.release(1) for _ in range(8)] == [False, True, True, True, True, True, True, True]
+    one = SendPlaces(1, 0, 5.0)
+    assert one.try_take(1)
+    assert one.release(1) is True
+
+
+def test_the_bytes_refill_too() -> None:
+    places = SendPlaces(100, 1000, 5.0)
+    assert places.try_take(500) and places.try_take(500)
+    assert places.release(200) is False  # 800 of 1000 bytes still in flight: more than three quarters
+    assert places.release(100) is True  # 700
+    assert places.take_after_wait(300, 0.0)
+
+
+def test_a_sender_that_found_the_window_full_takes_a_place_once_refilled_or_after_the_refill_wait() -> None:
+    places = SendPlaces(8, 0, 5.0)
+    for _ in range(8):
+        places.try_take(1)
+    places.release(1)
+    assert not places.take_after_wait(1, 0.0), "one place free of eight: not yet"
+    assert places.take_after_wait(1, REFILL_WAIT_S), "a trickle of answers still lets sends go on"
+    places.release(1)
+    places.release(1)
+    assert places.take_after_wait(1, 0.0), "a quarter free"
+
+
+def test_a_waiting_sender_goes_on_with_one_place_free_after_the_refill_wait_not_the_receipt_timeout() -> None:
+    """A broker answering a trickle (producer flow control pacing sends to a slow consumer) still lets a sender
+    that found the window full go on, at the first place once it has waited REFILL_WAIT_S."""
+    waiting = threading.Event()
+
+    @contextlib.contextmanager
+    def awaiting() -> Iterator[None]:
+        waiting.set()
+        yield
+
+    lock = threading.RLock()
+    cond = threading.Condition(lock)
+    win = SendWindow(cond, lock, 8, 0, 30.0, awaiting)
+    for _ in range(8):
+        win.acquire(1)
+    got = threading.Event()
+
+    def ninth() -> None:
+        win.acquire(1)
+        got.set()
+
+    began = time.monotonic()
+    thread = threading.Thread(target=ninth)
+    thread.start()
+    assert waiting.wait(10)
+    release(win, cond, 1)
+    assert got.wait(10), "a sender waited for a refill that a trickle never brings"
+    thread.join()
+    assert time.monotonic() - began >= REFILL_WAIT_S
 
 
 @given(st.permutations(list(range(12))))
