@@ -362,6 +362,25 @@ def may_coalesce(
     )
 
 
+def next_flush(
+    *, held: bool, batch_age_s: float, since_write_s: float, hold_s: float, asked: bool
+) -> float | None:
+    """What the flusher thread does when it looks (under the write lock): 0.0 = write the batch now; a time = look
+    again after it; None = sleep until a sender holds a frame (``held``: a batch is held; ``asked``: a caller
+    waits for an answer, :meth:`StompSocket.waiting_begins`).
+
+    Why it sleeps from one batch's due time to the next while the application streams, rather than being woken
+    per batch: the sender writes most batches itself (:func:`may_coalesce`'s age bound), and a wake-up per batch
+    (an ``Event.set`` by the sender, then this thread's timed wait) was ~1 µs of CPU per send and interrupted the
+    sending thread on a two-core machine (RabbitMQ NON_PERSISTENT 4 KB sends, docs/performance.md). It sleeps until
+    woken only once no frame was written for ``hold_s``: then the next send is written at once or wakes it."""
+    if not held:
+        return hold_s - since_write_s if since_write_s < hold_s else None
+    if asked or batch_age_s >= hold_s:
+        return 0.0
+    return hold_s - batch_age_s
+
+
 class SendBatch:
     """Coalesced frames not yet written, for either driver (which serialises the calls: the threaded driver's write
     lock, the asyncio driver's loop). Every frame in it waits for a receipt (:func:`may_coalesce`), so its length
@@ -460,6 +479,8 @@ class StompSocket:
         self._flush_wake = threading.Event()  # frames are held: the flusher starts its wait
         self._flush_now = threading.Event()  # a caller waits for an answer: the flusher writes at once
         self._flusher: threading.Thread | None = None
+        #: The flusher sleeps until woken (nothing was held when it last looked); under _write_lock.
+        self._flusher_idle = True
         self._hold = hold  # asked before each read: True stops reading until wake_reader (jmslike.flow)
         self._resume = threading.Event()
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
@@ -594,8 +615,10 @@ class StompSocket:
             self._last_write = now
 
     def _add_to_batch(self, data: bytes, now: float) -> None:
-        """Keep a coalesced frame for the flusher (the caller holds the write lock)."""
-        if self._batch.add(data, now):
+        """Keep a coalesced frame for the flusher (the caller holds the write lock), waking it only when it sleeps
+        with nothing held: while batches keep coming it is already timing them (:meth:`_flush_loop`)."""
+        if self._batch.add(data, now) and self._flusher_idle:
+            self._flusher_idle = False
             self._flush_wake.set()
 
     def _flusher_started(self) -> bool:
@@ -654,24 +677,45 @@ class StompSocket:
         cls._batching_lock = threading.Lock()  # another thread of the parent may have held it at the fork
 
     def _flush_loop(self) -> None:
-        """Write held frames ``coalesce_s`` after the first of them was held, or at once when a caller starts
-        waiting for an answer (:meth:`waiting_begins`)."""
+        """Write a held batch once its first frame has waited ``coalesce_s``, or at once when a caller starts
+        waiting for an answer (:meth:`waiting_begins`); when to look is :func:`next_flush`'s."""
+        wait_s: float | None = None
         while True:
-            self._flush_wake.wait()
-            if self._stop.is_set():
-                return
-            self._flush_now.wait(self._coalesce_s)
+            if wait_s is None:
+                self._flush_wake.wait()
+            else:
+                self._flush_now.wait(wait_s)
             with self._write_lock:
-                if self._stop.is_set():  # ended during the wait: clearing would lose _shutdown's wake-up
+                if self._stop.is_set():
                     return
-                self._flush_wake.clear()  # under the lock: a frame held after this wakes the loop again
-                self._flush_now.clear()
+                now = time.monotonic()
+                asked = self._flush_now.is_set()
+                wait_s = next_flush(
+                    held=bool(self._batch),
+                    batch_age_s=self._batch.age(now),
+                    since_write_s=now - self._last_write,
+                    hold_s=self._coalesce_s,
+                    asked=asked,
+                )
+                if (
+                    wait_s is None
+                ):  # under the lock: a frame held after this finds the flusher idle and wakes it
+                    self._flusher_idle = True
+                    self._flush_wake.clear()
+                if asked or wait_s is None:
+                    self._flush_now.clear()
+                    # After the clears: _shutdown sets the stop before the events, so a stop the check above
+                    # missed is seen here, or wakes the next wait.
+                    if self._stop.is_set():
+                        return
+                if wait_s != 0.0:  # None or a time: nothing to write yet
+                    continue
+                wait_s = self._coalesce_s  # then look again: the sender may begin another batch meanwhile
                 data = self._batch.before(b"")
                 end, reason = False, None  # reason None: the end is not jmslike's decision
                 try:
-                    if data:
-                        self._write_all(data, self._write_timeout_s)
-                        self._last_write = time.monotonic()
+                    self._write_all(data, self._write_timeout_s)
+                    self._last_write = time.monotonic()
                 except SocketClosed:  # as StompWire._write reports it: no reason
                     end = True
                 except WriteStalled as exc:

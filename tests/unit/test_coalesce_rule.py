@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from jmslike.adapters.stomp_socket import COALESCE_BYTES, DriverSettings, may_coalesce
+from jmslike.adapters.stomp_socket import COALESCE_BYTES, DriverSettings, may_coalesce, next_flush
 from jmslike.config import ConfigurationError, parse_url
 
 STREAMING = {
@@ -67,3 +67,34 @@ def test_a_hold_longer_than_10_ms_is_refused_with_the_ceiling_named() -> None:
     with pytest.raises(ConfigurationError, match=r"send_coalesce_us.*at most 10000 \(10 ms\)"):
         parse_url("activemq://127.0.0.1:61613?send_coalesce_us=10001")
     assert parse_url("activemq://127.0.0.1:61613?send_coalesce_us=10000").send_coalesce_us == 10_000
+
+
+# -- the flusher thread: when it writes, when it looks again, when it sleeps until woken (next_flush) -----------
+
+
+def test_the_flusher_writes_a_batch_as_old_as_the_hold_or_one_a_waiting_caller_needs() -> None:
+    due = {"held": True, "batch_age_s": 0.001, "since_write_s": 0.0, "hold_s": 0.001, "asked": False}
+    assert next_flush(**due) == 0.0  # type: ignore[arg-type]
+    asked = {**due, "batch_age_s": 0.0, "asked": True}
+    assert next_flush(**asked) == 0.0  # type: ignore[arg-type]
+
+
+def test_the_flusher_looks_again_when_a_young_batch_comes_due() -> None:
+    young = {"held": True, "batch_age_s": 0.0003, "since_write_s": 0.0, "hold_s": 0.001, "asked": False}
+    assert next_flush(**young) == pytest.approx(0.0007)  # type: ignore[arg-type]
+
+
+def test_while_the_application_streams_the_flusher_keeps_timing_rather_than_waiting_to_be_woken() -> None:
+    """Nothing held, but a frame was written less than a hold ago: the next send may begin a batch without waking
+    the flusher (StompSocket._add_to_batch wakes only an idle one), so it looks again once a hold has passed."""
+    streaming = {"held": False, "batch_age_s": 0.0, "since_write_s": 0.0004, "hold_s": 0.001, "asked": False}
+    assert next_flush(**streaming) == pytest.approx(0.0006)  # type: ignore[arg-type]
+    assert next_flush(**{**streaming, "asked": True}) == pytest.approx(0.0006)  # type: ignore[arg-type]
+
+
+def test_the_flusher_sleeps_until_woken_once_nothing_was_written_for_a_hold() -> None:
+    """Then may_coalesce holds no new frame without an open batch, and the frame that opens one wakes the
+    flusher: it may sleep without a timeout."""
+    quiet = {"held": False, "batch_age_s": 0.0, "since_write_s": 0.001, "hold_s": 0.001, "asked": False}
+    assert next_flush(**quiet) is None  # type: ignore[arg-type]
+    assert may_coalesce(**{**STREAMING, "buffered_bytes": 0, "since_write_s": 0.001}) is False  # type: ignore[arg-type]
