@@ -80,12 +80,12 @@ class SendPlaces:
     loop, :class:`SendWindow` on a condition).
 
     A sender that found the window full goes on once a quarter of it is free again (:meth:`refilled`), or after
-    :data:`REFILL_WAIT_S` at any place free (:meth:`take_after_wait`), not at the first place given back: TCP's
-    "silly window" avoidance. Taking places one at a time as receipts came in had the sender wake, write one frame
-    and block again per receipt, each a thread switch and a write of its own (RabbitMQ NON_PERSISTENT 4 KB sends:
-    800-1,600 waits per 20,000 sends, now 50-80; docs/performance.md). The time bound keeps a broker that
-    answers a trickle (ActiveMQ's producer flow control paces sends to a slow consumer) from holding a sender
-    back until its receipt timeout. A send that finds a place free never waits."""
+    :data:`REFILL_WAIT_S` at any place free (:meth:`wait_step`), not at the first place given back: TCP's "silly
+    window" avoidance. Taking places one at a time as receipts came in had the sender wake, write one frame and
+    block again per receipt, each a thread switch and a write of its own (RabbitMQ NON_PERSISTENT 4 KB sends:
+    375-1,587 waits per 20,000 sends, now 50-90; docs/performance.md). The time bound keeps a broker that answers a
+    trickle (ActiveMQ's producer flow control pacing sends to a slow consumer) from holding a sender back until its
+    receipt timeout. A send that finds a place free never waits."""
 
     def __init__(self, count_limit: int, byte_limit: int, timeout_s: float) -> None:
         self._count_limit = max(1, count_limit)
@@ -96,6 +96,9 @@ class SendPlaces:
         #: A waiting sender goes on at or below these: three quarters of the window, and at least one place free.
         self._refill_sends = self._count_limit - max(1, self._count_limit // 4)
         self._refill_bytes = byte_limit - byte_limit // 4
+        #: A sender has waited out REFILL_WAIT_S: any place given back wakes it (set again before each of its
+        #: waits, so with several waiters one going on leaves the others woken by the next place).
+        self._impatient = False
 
     @property
     def busy(self) -> bool:
@@ -112,10 +115,10 @@ class SendPlaces:
 
     def release(self, size: int) -> bool:
         """A send of ``size`` bytes settled; True when that may let a waiter go on -- a sender waiting for places
-        (:meth:`refilled`), or one waiting for every send to be settled -- so the caller wakes them only then."""
+        (:meth:`wait_step`), or one waiting for every send to be settled -- so the caller wakes them only then."""
         self._sends -= 1
         self._bytes -= size
-        return self._sends == 0 or self.refilled()
+        return self._sends == 0 or self._impatient or self.refilled()
 
     def refilled(self) -> bool:
         """A quarter of the window is free again (in sends and in bytes): a sender that found it full may go on."""
@@ -123,11 +126,22 @@ class SendPlaces:
             not self._byte_limit or self._bytes <= self._refill_bytes
         )
 
-    def take_after_wait(self, size: int, waited_s: float) -> bool:
-        """For a sender that found the window full and has waited ``waited_s``: take a place for ``size`` bytes
-        once the window is refilled, or once it has waited :data:`REFILL_WAIT_S` and any place is free. Its waits
-        last at most REFILL_WAIT_S each (:meth:`refilled` alone is what wakes it sooner)."""
-        return (waited_s >= REFILL_WAIT_S or self.refilled()) and self.try_take(size)
+    def wait_step(self, size: int, waited_s: float, remaining_s: float) -> float | None:
+        """One look by a sender that found the window full, has waited ``waited_s`` and may wait ``remaining_s``
+        more (the receipt timeout): None when it took a place for ``size`` bytes; else how long to wait before
+        looking again (it is woken sooner when a release returns True), 0.0 when its time is up and nothing came
+        free (raise :meth:`stalled`). It takes a place once the window is refilled; once it has waited
+        :data:`REFILL_WAIT_S`, or at its deadline, any place free will do."""
+        patient = waited_s < REFILL_WAIT_S and remaining_s > 0
+        if (not patient or self.refilled()) and self.try_take(size):
+            self._impatient = False
+            return None
+        if remaining_s <= 0:
+            return 0.0
+        if patient:
+            return min(remaining_s, REFILL_WAIT_S - waited_s)
+        self._impatient = True  # from now on any place given back wakes it (release)
+        return remaining_s
 
     def stalled(self) -> JMSException:
         """What a send that found no place within the receipt timeout raises: nothing was sent."""
@@ -173,9 +187,10 @@ class SendWindow(SendPlaces):
                 return
             while True:
                 now = time.monotonic()
-                if self.take_after_wait(size, now - began):
+                pause_s = self.wait_step(size, now - began, deadline - now)
+                if pause_s is None:
                     return
-                if now >= deadline:
+                if not pause_s:
                     raise self.stalled()
                 with self._awaiting():
-                    self._cond.wait(min(deadline - now, REFILL_WAIT_S))
+                    self._cond.wait(pause_s)

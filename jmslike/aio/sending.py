@@ -30,7 +30,7 @@ from jmslike.constants import DeliveryMode
 from jmslike.contract import AsyncPendingReceipt, AsyncWire, Frame, OutgoingMessage
 from jmslike.exceptions import ConnectionLostException, JMSException
 from jmslike.messages import Message
-from jmslike.send_window import REFILL_WAIT_S, SendPlaces, settle_once
+from jmslike.send_window import SendPlaces, settle_once
 
 if TYPE_CHECKING:
     from jmslike.aio.producer import MessageProducer
@@ -261,11 +261,12 @@ class Sender:
         deadline = began + self._engine.connection.config.receipt_timeout_ms / 1000
         while True:
             now = loop.time()
-            if self.places.take_after_wait(size, now - began):
+            pause_s = self.places.wait_step(size, now - began, deadline - now)
+            if pause_s is None:
                 return
-            if now >= deadline:
+            if not pause_s:
                 raise self.places.stalled()
-            await self._engine.changed_within(min(deadline - now, REFILL_WAIT_S))
+            await self._engine.changed_within(pause_s)
 
 
 class _Unwaited:

@@ -93,19 +93,49 @@ def test_the_bytes_refill_too() -> None:
     assert places.try_take(500) and places.try_take(500)
     assert places.release(200) is False  # 800 of 1000 bytes still in flight: more than three quarters
     assert places.release(100) is True  # 700
-    assert places.take_after_wait(300, 0.0)
+    assert places.wait_step(300, 0.0, 5.0) is None
+
+
+def full(count: int) -> SendPlaces:
+    places = SendPlaces(count, 0, 5.0)
+    for _ in range(count):
+        assert places.try_take(1)
+    return places
 
 
 def test_a_sender_that_found_the_window_full_takes_a_place_once_refilled_or_after_the_refill_wait() -> None:
-    places = SendPlaces(8, 0, 5.0)
-    for _ in range(8):
-        places.try_take(1)
+    places = full(8)
+    assert places.wait_step(1, 0.0, 5.0) == pytest.approx(REFILL_WAIT_S), (
+        "nothing free: wait out the refill wait"
+    )
     places.release(1)
-    assert not places.take_after_wait(1, 0.0), "one place free of eight: not yet"
-    assert places.take_after_wait(1, REFILL_WAIT_S), "a trickle of answers still lets sends go on"
+    assert places.wait_step(1, 0.001, 5.0) == pytest.approx(REFILL_WAIT_S - 0.001), (
+        "one of eight free: not yet"
+    )
+    assert places.wait_step(1, REFILL_WAIT_S, 5.0) is None, "a trickle of answers still lets sends go on"
     places.release(1)
     places.release(1)
-    assert places.take_after_wait(1, 0.0), "a quarter free"
+    assert places.wait_step(1, 0.0, 5.0) is None, "a quarter free"
+
+
+def test_after_the_refill_wait_any_place_given_back_wakes_the_sender_and_its_timeout_bounds_the_wait() -> (
+    None
+):
+    """Past REFILL_WAIT_S the sender waits for the first place, not in 5 ms polls (review of f4ae81d)."""
+    places = full(8)
+    assert places.wait_step(1, REFILL_WAIT_S, 2.0) == 2.0, "waits the rest of its timeout, woken by a release"
+    assert places.release(1) is True, "one place of eight wakes an impatient sender"
+    assert places.wait_step(1, REFILL_WAIT_S + 0.001, 1.9) is None
+    assert places.release(1) is False, "it went on: patience again for the next full window"
+
+
+def test_at_its_deadline_a_sender_takes_any_place_free_however_short_its_timeout() -> None:
+    """A receipt timeout shorter than REFILL_WAIT_S: a place free at the deadline is taken, not refused with
+    "still unconfirmed" (review of f4ae81d)."""
+    places = full(8)
+    places.release(1)
+    assert places.wait_step(1, 0.002, 0.0) is None
+    assert places.wait_step(1, 0.002, 0.0) == 0.0, "nothing free at the deadline: the caller raises stalled()"
 
 
 def test_a_waiting_sender_goes_on_with_one_place_free_after_the_refill_wait_not_the_receipt_timeout() -> None:
