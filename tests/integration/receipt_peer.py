@@ -46,7 +46,10 @@ class Arrival:
 class ReceiptPeer:
     """Accepts one connection and answers it (see the module docstring); ``arrivals`` lists what it read."""
 
-    def __init__(self) -> None:
+    def __init__(self, heart_beat: str = "0,0") -> None:
+        #: What CONNECTED answers: "0,N" has the client write a heart-beat every N ms (the peer writes none).
+        self.heart_beat = heart_beat.encode()
+        self.conn: socket.socket | None = None
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.arrivals: list[Arrival] = []
@@ -57,6 +60,7 @@ class ReceiptPeer:
     def _run(self) -> None:
         self.listener.settimeout(DEADLINE_S)
         conn, _ = self.listener.accept()
+        self.conn = conn
         buffer = b""
         held: list[bytes] = []
         reads = 0
@@ -80,7 +84,7 @@ class ReceiptPeer:
                         self.arrivals.append(Arrival(head.split(b"\n", 1)[0].decode(), body, reads, now))
                         self.cond.notify_all()
                     if frame.startswith(b"CONNECT"):
-                        out.append(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
+                        out.append(b"CONNECTED\nversion:1.1\nheart-beat:" + self.heart_beat + b"\n\n\x00")
                     subscribed = (
                         re.search(rb"\nid:([^\n]*)\n", frame) if frame.startswith(b"SUBSCRIBE") else None
                     )
@@ -117,6 +121,11 @@ class ReceiptPeer:
         with self.cond:
             return [(a.command, a.body) for a in self.arrivals if a.command != "CONNECT"]
 
+    def hang_up(self) -> None:
+        """Close the connection from the peer's side (FIN): a client that then writes twice gets EPIPE."""
+        assert self.conn is not None
+        self.conn.shutdown(socket.SHUT_RDWR)
+
     def stop(self) -> None:
         self.listener.close()
         self.thread.join(DEADLINE_S)
@@ -146,13 +155,19 @@ class Answers:
 
 
 def driver_settings(
-    port: int, *, coalesce_s: float = 0.0, receipt_prefix: str = "l-", write_timeout_s: float = 10.0
+    port: int,
+    *,
+    coalesce_s: float = 0.0,
+    receipt_prefix: str = "l-",
+    write_timeout_s: float = 10.0,
+    heartbeat_ms: int = 0,
 ) -> DriverSettings:
-    """Settings for either driver against a peer on ``port``: STOMP 1.1, no heart-beats, the given hold."""
+    """Settings for either driver against a peer on ``port``: STOMP 1.1, no heart-beats unless asked, the given
+    hold."""
     return DriverSettings(
         host=("127.0.0.1", port),
         version="1.1",
-        heartbeat_ms=0,
+        heartbeat_ms=heartbeat_ms,
         max_frame_bytes=1024 * 1024,
         max_header_bytes=64 * 1024,
         context=None,
