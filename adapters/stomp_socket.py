@@ -685,21 +685,20 @@ class StompSocket:
                 self._flush_wake.wait()
             else:
                 self._flush_now.wait(wait_s)
+            if self._stop.is_set():
+                return
+            # First a look without the write lock, which the sender holds for most of each send: taking it for
+            # every look had the two threads hand it back and forth. A stale read can only bring the next look
+            # forward (a batch begins after the last write), so only a write or going idle needs the lock.
+            wait_s = self._next_flush(self._flush_now.is_set())
+            if wait_s:
+                continue
             with self._write_lock:
                 if self._stop.is_set():
                     return
-                now = time.monotonic()
                 asked = self._flush_now.is_set()
-                wait_s = next_flush(
-                    held=bool(self._batch),
-                    batch_age_s=self._batch.age(now),
-                    since_write_s=now - self._last_write,
-                    hold_s=self._coalesce_s,
-                    asked=asked,
-                )
-                if (
-                    wait_s is None
-                ):  # under the lock: a frame held after this finds the flusher idle and wakes it
+                wait_s = self._next_flush(asked)
+                if wait_s is None:  # under the lock: a frame held after this finds the flusher idle, wakes it
                     self._flusher_idle = True
                     self._flush_wake.clear()
                 if asked or wait_s is None:
@@ -725,6 +724,17 @@ class StompSocket:
             if end:
                 self.abort(reason)
                 return
+
+    def _next_flush(self, asked: bool) -> float | None:
+        """:func:`next_flush` for this socket now."""
+        now = time.monotonic()
+        return next_flush(
+            held=bool(self._batch),
+            batch_age_s=self._batch.age(now),
+            since_write_s=now - self._last_write,
+            hold_s=self._coalesce_s,
+            asked=asked,
+        )
 
     def _write_all(self, data: bytes, timeout_s: float) -> None:
         """Write all of ``data`` (the caller holds the write lock) before ``timeout_s`` passes."""
