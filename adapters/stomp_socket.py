@@ -689,9 +689,11 @@ class StompSocket:
                 return
             # First a look without the write lock, which the sender holds for most of each send: taking it for
             # every look had the two threads hand it back and forth. A stale read can only bring the next look
-            # forward (a batch begins after the last write), so only a write or going idle needs the lock.
-            wait_s = self._next_flush(self._flush_now.is_set())
-            if wait_s:
+            # forward (a batch begins after the last write), so only a write, going idle or an ask (which only
+            # the lock may clear: the Event would otherwise keep the wait from waiting) needs the lock.
+            asked = self._flush_now.is_set()
+            wait_s = self._next_flush(asked)
+            if wait_s and not asked:
                 continue
             with self._write_lock:
                 if self._stop.is_set():

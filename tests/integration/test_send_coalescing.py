@@ -14,12 +14,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from receipt_peer import DEADLINE_S, HELD_THEN_DISCONNECT, ReceiptPeer, connected_socket
 
 from jmslike import ConnectionFactory, DeliveryMode, Session
-from jmslike.adapters.stomp_socket import COALESCE_BYTES, SocketClosed, StompSocket
+from jmslike.adapters import stomp_socket
+from jmslike.adapters.stomp_socket import COALESCE_BYTES, SocketClosed, StompSocket, next_flush
 from jmslike.contract import Frame
 
 HOLD_S = 2.0
@@ -309,3 +311,33 @@ def test_the_flusher_ends_with_its_connection_even_while_it_waits_out_a_hold(pee
         assert answers.cond.wait_for(lambda: answers.closed is not None, DEADLINE_S)
     flusher.join(DEADLINE_S)
     assert not flusher.is_alive(), "the flusher outlived its connection"
+
+
+def test_an_ask_that_another_write_answered_does_not_keep_the_flusher_looking(
+    peer: ReceiptPeer, held: StompSocket, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller asks for the held frames (``waiting_begins``) and its own write takes them first, the usual order
+    for a synchronous request behind a stream: the ask must be dropped at the flusher's next look. A flusher that
+    looked without the lock and left it standing spun for a whole hold without giving up the interpreter, and a
+    synchronous round trip took four times as long (review of 70adfef: ~1,000 looks per request at a 1 ms hold)."""
+    looks = 0
+    idle = threading.Event()
+
+    def counted(**state: Any) -> float | None:
+        nonlocal looks
+        looks += 1
+        decided = next_flush(**state)
+        if decided is None:
+            idle.set()
+        return decided
+
+    monkeypatch.setattr(stomp_socket, "next_flush", counted)
+    _send(held, b"m0")  # held: the flusher times it
+    held.waiting_begins()
+    try:
+        _send(held, b"sync", coalesce=False)  # takes m0 with it
+    finally:
+        held.waiting_ends()
+    assert [a.body for a in peer.wait_for(3)] == [b"first", b"m0", b"sync"]
+    assert idle.wait(DEADLINE_S), "the flusher never went back to sleep"
+    assert looks < 20, f"the flusher looked {looks} times for one held frame"
