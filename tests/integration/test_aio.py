@@ -761,6 +761,61 @@ def test_a_listener_failing_after_a_reconnect_gets_its_message_from_the_broker_o
     run(body)
 
 
+def test_a_consumer_closed_by_its_listener_after_a_reconnect_gives_nothing_of_the_lost_connection_back(
+    broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """The asyncio twin of test_connection_listener's test of the same name: the delivery came on the lost
+    connection, so a consumer its listener closed must not hand it back (a NACK of an id the new connection never
+    gave; 698bfc0). The broker redelivers it to the next consumer, and nothing else interrupts the connection."""
+    queue_name = name("q")
+
+    async def body() -> None:
+        restored = asyncio.Event()
+        interruptions: list[JMSException] = []
+
+        class Restored:
+            def onConnectionInterrupted(self, error: JMSException) -> None:
+                interruptions.append(error)
+
+            def onConnectionRestored(self, broker_url: str) -> None:
+                restored.set()
+
+        factory = ConnectionFactory(proxy_url(**RECONNECT))
+        async with await factory.createConnection(broker.user, broker.password) as through_proxy:
+            through_proxy.setExceptionListener(lambda error: None)
+            through_proxy.setConnectionListener(Restored())
+            await through_proxy.start()
+            session = await through_proxy.createSession(Session.AUTO_ACKNOWLEDGE)
+            queue = session.createQueue(queue_name)
+            consumer = await session.createConsumer(queue)
+            given: list[str] = []
+
+            async def on_message(message: Message) -> None:
+                given.append(text(message))
+                assert proxy.drop() >= 1
+                await asyncio.wait_for(restored.wait(), DEADLINE_S / 2)
+                await consumer.close()  # from its own listener: the consumer detaches once this returns
+                raise RuntimeError("failed once the connection was back")
+
+            consumer.setMessageListener(on_message)
+            async with await open_connection(broker, url) as direct:
+                sender = await direct.createSession(Session.AUTO_ACKNOWLEDGE)
+                producer = sender.createProducer(sender.createQueue(queue_name))
+                await producer.send(sender.createTextMessage("m"))
+                await asyncio.wait_for(restored.wait(), DEADLINE_S / 2)
+                again = await session.createConsumer(queue)
+                redelivered = await again.receive(10_000)
+                assert redelivered is not None and text(redelivered) == "m", given
+                await producer.send(sender.createTextMessage("end"))  # a round trip after the close
+                ended = await again.receive(10_000)
+                assert ended is not None and text(ended) == "end"
+                assert await again.receiveNoWait() is None, "a message came twice"
+            assert given == ["m"]
+            assert len(interruptions) == 1, interruptions
+
+    run(body)
+
+
 def test_a_durable_subscriber_gets_after_a_reconnect_what_was_published_meanwhile(
     broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
 ) -> None:

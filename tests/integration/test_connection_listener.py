@@ -325,3 +325,59 @@ def test_a_listener_failing_after_a_reconnect_gets_its_message_from_the_broker_o
     finally:
         direct.close()
         connection.close()
+
+
+def test_a_consumer_closed_by_its_listener_after_a_reconnect_gives_nothing_of_the_lost_connection_back(
+    broker: Any, url: str, proxy: Any, proxy_url: Callable[..., str]
+) -> None:
+    """An AUTO listener whose connection was lost and restored closes its consumer and raises: the delivery it was
+    given came on the lost connection, so the broker has it back already, and its ack id means nothing on the new
+    one. A closed consumer used to hand it back anyway, NACKing the old id on the new connection (698bfc0, from the
+    third review; RabbitMQ ends a connection that NACKs a delivery tag it never gave). The broker redelivers it to
+    the next consumer, and the connection is interrupted only the once the test caused."""
+    queue_name = name("q")
+    restored = threading.Event()
+    interruptions: list[ConnectionLostException] = []
+
+    class Restored(ConnectionListener):
+        def onConnectionInterrupted(self, error: ConnectionLostException) -> None:
+            interruptions.append(error)
+
+        def onConnectionRestored(self, brokerURL: str) -> None:
+            restored.set()
+
+    connection = ConnectionFactory(proxy_url(**RECONNECT)).createConnection(broker.user, broker.password)
+    direct = ConnectionFactory(url).createConnection(broker.user, broker.password)
+    try:
+        connection.setExceptionListener(lambda error: None)
+        connection.setConnectionListener(Restored())
+        session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        queue = session.createQueue(queue_name)
+        consumer = session.createConsumer(queue)
+        given: list[str] = []
+
+        def on_message(message: Any) -> None:
+            given.append(message.getText())
+            assert proxy.drop() >= 1
+            assert restored.wait(DEADLINE_S / 2)
+            consumer.close()  # from its own listener: returns at once, the consumer detaches after this returns
+            raise RuntimeError("failed once the connection was back")
+
+        consumer.setMessageListener(on_message)
+        connection.start()
+        sender = direct.createSession(False, Session.AUTO_ACKNOWLEDGE)
+        producer = sender.createProducer(sender.createQueue(queue_name))
+        producer.send(sender.createTextMessage("m"))
+        assert restored.wait(DEADLINE_S / 2)
+        again = session.createConsumer(queue)
+        redelivered = again.receive(RECEIVE_MS)
+        assert redelivered is not None and redelivered.getText() == "m", given
+        producer.send(sender.createTextMessage("end"))  # a round trip on the new connection after the close
+        ended = again.receive(RECEIVE_MS)
+        assert ended is not None and ended.getText() == "end"
+        assert again.receiveNoWait() is None, "a message came twice"
+        assert given == ["m"]
+        assert len(interruptions) == 1, interruptions
+    finally:
+        direct.close()
+        connection.close()
