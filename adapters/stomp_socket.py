@@ -374,6 +374,10 @@ def next_flush(
     (an ``Event.set`` by the sender, then this thread's timed wait) was ~1 µs of CPU per send and interrupted the
     sending thread on a two-core machine (RabbitMQ NON_PERSISTENT 4 KB sends, docs/performance.md). It sleeps until
     woken only once no frame was written for ``hold_s``: then the next send is written at once or wakes it."""
+    # A look reads the clock before the state it looks at, without the write lock: a frame held or written in
+    # between has a negative age here, and the next look must still come within a hold (review of 70adfef).
+    since_write_s = max(since_write_s, 0.0)
+    batch_age_s = max(batch_age_s, 0.0)
     if not held:
         return hold_s - since_write_s if since_write_s < hold_s else None
     if asked or batch_age_s >= hold_s:

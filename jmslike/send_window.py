@@ -96,8 +96,10 @@ class SendPlaces:
         #: A waiting sender goes on at or below these: three quarters of the window, and at least one place free.
         self._refill_sends = self._count_limit - max(1, self._count_limit // 4)
         self._refill_bytes = byte_limit - byte_limit // 4
-        #: A sender has waited out REFILL_WAIT_S: any place given back wakes it (set again before each of its
-        #: waits, so with several waiters one going on leaves the others woken by the next place).
+        #: A sender has waited out REFILL_WAIT_S: the next place given back wakes it. One-shot, taken by that
+        #: release: every waiter it wakes looks again and sets it again if it still cannot go on (a take does not
+        #: clear it, or of two impatient senders of different sizes the one that fits would leave the other
+        #: unwoken; review of b705614).
         self._impatient = False
 
     @property
@@ -118,7 +120,8 @@ class SendPlaces:
         (:meth:`wait_step`), or one waiting for every send to be settled -- so the caller wakes them only then."""
         self._sends -= 1
         self._bytes -= size
-        return self._sends == 0 or self._impatient or self.refilled()
+        impatient, self._impatient = self._impatient, False
+        return self._sends == 0 or impatient or self.refilled()
 
     def refilled(self) -> bool:
         """A quarter of the window is free again (in sends and in bytes): a sender that found it full may go on."""
@@ -134,7 +137,6 @@ class SendPlaces:
         :data:`REFILL_WAIT_S`, or at its deadline, any place free will do."""
         patient = waited_s < REFILL_WAIT_S and remaining_s > 0
         if (not patient or self.refilled()) and self.try_take(size):
-            self._impatient = False
             return None
         if remaining_s <= 0:
             return 0.0

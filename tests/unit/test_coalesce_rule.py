@@ -98,3 +98,12 @@ def test_the_flusher_sleeps_until_woken_once_nothing_was_written_for_a_hold() ->
     quiet = {"held": False, "batch_age_s": 0.0, "since_write_s": 0.001, "hold_s": 0.001, "asked": False}
     assert next_flush(**quiet) is None  # type: ignore[arg-type]
     assert may_coalesce(**{**STREAMING, "buffered_bytes": 0, "since_write_s": 0.001}) is False  # type: ignore[arg-type]
+
+
+def test_a_look_that_read_the_clock_before_the_state_still_looks_again_within_a_hold() -> None:
+    """The flusher's unlocked look reads the clock first: a frame held or written after that has a negative age,
+    which must not push the next look past a hold (review of 70adfef: up to a switch interval late)."""
+    young = {"held": True, "batch_age_s": -0.002, "since_write_s": 0.0, "hold_s": 0.001, "asked": False}
+    assert next_flush(**young) == pytest.approx(0.001)  # type: ignore[arg-type]
+    streaming = {"held": False, "batch_age_s": 0.0, "since_write_s": -0.002, "hold_s": 0.001, "asked": False}
+    assert next_flush(**streaming) == pytest.approx(0.001)  # type: ignore[arg-type]

@@ -129,6 +129,24 @@ def test_after_the_refill_wait_any_place_given_back_wakes_the_sender_and_its_tim
     assert places.release(1) is False, "it went on: patience again for the next full window"
 
 
+def test_of_two_impatient_senders_the_one_that_does_not_fit_is_woken_by_the_next_place() -> None:
+    """Bytes bound: a release wakes both; the smaller fits and takes the place, the bigger does not and waits
+    again. The next release that makes room must wake it (a take used to clear the flag both had set, and the
+    bigger sender slept to its receipt timeout with room free; review of b705614)."""
+    places = SendPlaces(100, 1000, 30.0)
+    for _ in range(98):
+        assert places.try_take(10)
+    assert places.try_take(15)  # 995 bytes in flight
+    big, small = 20, 10
+    assert places.wait_step(big, REFILL_WAIT_S, 30.0) == 30.0
+    assert places.wait_step(small, REFILL_WAIT_S, 30.0) == 30.0
+    assert places.release(10) is True  # 985 bytes: both are woken
+    assert places.wait_step(big, REFILL_WAIT_S, 29.0) == 29.0, "985 + 20 does not fit: it waits again"
+    assert places.wait_step(small, REFILL_WAIT_S, 29.0) is None  # 985 + 10 fits
+    assert places.release(15) is True, "980 bytes: room for the bigger sender, which must be woken"
+    assert places.wait_step(big, REFILL_WAIT_S, 28.0) is None
+
+
 def test_at_its_deadline_a_sender_takes_any_place_free_however_short_its_timeout() -> None:
     """A receipt timeout shorter than REFILL_WAIT_S: a place free at the deadline is taken, not refused with
     "still unconfirmed" (review of f4ae81d)."""
