@@ -365,8 +365,8 @@ def may_coalesce(
 def next_flush(
     *, held: bool, batch_age_s: float, since_write_s: float, hold_s: float, asked: bool
 ) -> float | None:
-    """What the flusher thread does when it looks (under the write lock): 0.0 = write the batch now; a time = look
-    again after it; None = sleep until a sender holds a frame (``held``: a batch is held; ``asked``: a caller
+    """What the flusher thread does when it looks (without the write lock, and again under it before it writes or
+    goes idle): 0.0 = write the batch now; a time = look again after it; None = sleep until a sender holds a frame (``held``: a batch is held; ``asked``: a caller
     waits for an answer, :meth:`StompSocket.waiting_begins`).
 
     Why it sleeps from one batch's due time to the next while the application streams, rather than being woken
