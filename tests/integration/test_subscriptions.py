@@ -48,6 +48,15 @@ class Publisher:
             message.setStringProperty(key, value)
         self.producer.send(message, mode, 4, 0)
 
+    def settle(self) -> None:
+        """Return once the broker has every message sent so far. A NON_PERSISTENT send returns before the
+        broker has it (its receipt is awaited by the send window, not by send()), so a subscription made
+        right after on another connection may still be there when it arrives; closing the producer waits
+        for those receipts (JMS 2.0 §7.3.7)."""
+        destination = self.producer.getDestination()
+        self.producer.close()
+        self.producer = self.session.createProducer(destination)
+
 
 def receive_all(subscriber: Any, quiet_ms: int = 700) -> list[str]:
     texts = []
@@ -275,6 +284,7 @@ def test_inactive_selector_connected_gets_everything_disconnected_only_qualifyin
     subscriber.close()
     for text, mode in [("a-p1", P), ("a-np1", NP), ("a-p2", P), ("a-np2", NP)]:
         publisher.send(text, mode)
+    publisher.settle()  # a-np2 reached the broker while no subscriber was attached
     resumed = session.resumeDurableSubscriber("filtered")
     assert receive_all(resumed) == ["a-p1", "a-p2"]
     resumed.close(removeSubscription=True)
