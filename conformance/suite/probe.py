@@ -25,14 +25,20 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def raw_stomp_client(broker: BrokerHandle, version: str = "1.2", client_id: str | None = None) -> Any:
-    """A connected stompest client on ``broker``'s STOMP port with its account: no jmslike code between the
-    caller and the broker. STOMP 1.2 sends ``host:/`` (RabbitMQ's virtual host; others ignore it)."""
+def raw_stomp_client(
+    broker: BrokerHandle, version: str = "1.2", client_id: str | None = None, port: int | None = None
+) -> Any:
+    """A connected stompest client on ``broker``'s STOMP port (or ``port`` on the same host: a fault proxy in
+    front of it) with its account: no jmslike code between the caller and the broker. STOMP 1.2 sends
+    ``host:/`` (RabbitMQ's virtual host; others ignore it)."""
     from stompest.config import StompConfig
     from stompest.sync import Stomp
 
     config = StompConfig(
-        f"tcp://{broker.host}:{broker.port}", login=broker.user, passcode=broker.password, version=version
+        f"tcp://{broker.host}:{port or broker.port}",
+        login=broker.user,
+        passcode=broker.password,
+        version=version,
     )
     client = Stomp(config)
     headers = {"client-id": client_id} if client_id else {}
@@ -205,6 +211,29 @@ class ArtemisProbe(BrokerProbe):
         client.sendFrame(StompFrame(StompSpec.SEND, headers, body, version=StompSpec.VERSION_1_2))
         reply = self._next(client, StompSpec.MESSAGE)
         return reply.headers.get("_AMQ_OperationSucceeded", "").lower() == "true", reply.body
+
+    def delivery_stuck(self, queue: str) -> bool:
+        """Whether Artemis 2.21's stuck delivery (docs/artemis.md, deviations) holds ``queue``'s only message:
+        the queue counts one message, delivering, that no consumer holds (``listDeliveringMessagesAsJSON`` is
+        empty). A message merely on its way to a live consumer is listed under that consumer, so it does not
+        match; nor does a queue that does not exist."""
+        client = self._client()
+        try:
+            values: dict[str, object] = {}
+            for operation in ("getMessageCount", "getDeliveringCount", "listDeliveringMessagesAsJSON"):
+                succeeded, body = self.manage(client, f"queue.{queue}", operation)
+                if not succeeded:
+                    return False
+                value = json.loads(body)
+                values[operation] = value[0] if isinstance(value, list) and len(value) == 1 else value
+        finally:
+            client.disconnect()
+        held_by_consumers = json.loads(str(values["listDeliveringMessagesAsJSON"]))
+        return (
+            int(str(values["getMessageCount"])) == 1
+            and int(str(values["getDeliveringCount"])) == 1
+            and not held_by_consumers
+        )
 
     def _read(self, client: Any, address: str, queue: str, routing: str, wait_s: float) -> list[bytes]:
         client.subscribe(

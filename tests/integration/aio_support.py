@@ -29,3 +29,13 @@ async def open_connection(
     if start:
         await connection.start()
     return connection
+
+
+async def until(predicate: Callable[[], bool], timeout_s: float, what: str, interval_s: float = 0.05) -> None:
+    """The loop's wait_until (jmslike.conformance.suite.helpers): poll ``predicate`` between other tasks until
+    true; AssertionError naming ``what`` after ``timeout_s``."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not predicate():
+        if asyncio.get_running_loop().time() >= deadline:
+            raise AssertionError(f"timed out after {timeout_s:.1f}s waiting for {what}")
+        await asyncio.sleep(interval_s)

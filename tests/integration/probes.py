@@ -16,6 +16,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from jmslike.adapters.rabbitmq import durable_prefix
 
 
@@ -142,30 +144,20 @@ def _artemis_backlog(broker: Any, client_id: str, topic: str, name: str) -> list
     return ArtemisProbe(broker).backlog(client_id, topic, name)
 
 
-def artemis_delivery_stuck(broker: Any, queue: str) -> bool:
-    """Whether Artemis 2.21's stuck delivery (docs/artemis.md, deviations) holds ``queue``'s only message: the
-    queue counts one message, delivering, that no consumer holds (``listDeliveringMessagesAsJSON`` is empty).
-    A message merely on its way to a live consumer is listed under that consumer, so it does not match."""
-    from jmslike.conformance.suite.probe import ArtemisProbe, raw_stomp_client
+def xfail_if_artemis_delivery_stuck(broker: Any, queue: str) -> None:
+    """For a test whose unacknowledged delivery did not come back after its holder's connection died (a SIGKILL,
+    a dropped connection): xfail if, and only if, Artemis 2.21's stuck delivery holds it -- the queue counts one
+    message, delivering, that no consumer holds, which only a broker restart releases (docs/artemis.md;
+    raw STOMP controls ``python -m jmslike.conformance.artemis_stuck_delivery`` and
+    ``artemis_dropped_delivery``). Any other miss returns, and the test's own assertion fails."""
+    from jmslike.conformance.suite.probe import ArtemisProbe
 
-    probe = ArtemisProbe(broker)
-    client = raw_stomp_client(broker)
-    try:
-        values: dict[str, object] = {}
-        for operation in ("getMessageCount", "getDeliveringCount", "listDeliveringMessagesAsJSON"):
-            succeeded, body = probe.manage(client, f"queue.{queue}", operation)
-            if not succeeded:
-                return False
-            value = json.loads(body)
-            values[operation] = value[0] if isinstance(value, list) and len(value) == 1 else value
-    finally:
-        client.disconnect()
-    held_by_consumers = json.loads(str(values["listDeliveringMessagesAsJSON"]))
-    return (
-        int(str(values["getMessageCount"])) == 1
-        and int(str(values["getDeliveringCount"])) == 1
-        and not held_by_consumers
-    )
+    if broker.kind == "artemis" and ArtemisProbe(broker).delivery_stuck(queue):
+        pytest.xfail(
+            "intermittent Artemis 2.21 deviation: a dead connection's unacknowledged delivery stays 'delivering' "
+            "with no consumer holding it (MessageCount 1, DeliveringCount 1) until a broker restart -- "
+            "StompProtocolManager.cleanup races the session's own failure handling (docs/artemis.md)"
+        )
 
 
 #: How /proc/net/tcp{,6} spell loopback listeners: 127.0.0.1, ::ffff:127.0.0.1 (Java's dual stack), ::1.

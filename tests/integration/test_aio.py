@@ -17,6 +17,7 @@ import aio_support
 import pytest
 from aio_support import open_connection
 from expectations import expected
+from probes import xfail_if_artemis_delivery_stuck
 
 from jmslike import ConnectionMetaData, DeliveryMode
 from jmslike.aio import ConnectionFactory, Session
@@ -761,8 +762,12 @@ def test_a_listener_failing_after_a_reconnect_gets_its_message_from_the_broker_o
                 producer = sender.createProducer(sender.createQueue(queue_name))
                 await producer.send(sender.createTextMessage("m"))
                 # Sent once m is back, so the test does not depend on where and when a broker requeues the lost
-                # connection's delivery (on Artemis "end" came first, or alone, in 2 of 9 runs on three brokers).
-                await asyncio.wait_for(back.wait(), DEADLINE_S / 2)
+                # connection's delivery.
+                try:
+                    await asyncio.wait_for(back.wait(), DEADLINE_S / 2)
+                except TimeoutError:
+                    await asyncio.to_thread(xfail_if_artemis_delivery_stuck, broker, queue_name)
+                    raise AssertionError(f"m did not come back from the broker: {deliveries}") from None
                 await producer.send(sender.createTextMessage("end"))  # then a third m would come before it
                 await asyncio.wait_for(ended.wait(), DEADLINE_S / 2)
             assert [d for d in deliveries if d.startswith("m ")] == [
@@ -809,8 +814,17 @@ def test_a_consumer_closed_by_its_listener_after_a_reconnect_gives_nothing_of_th
                 await asyncio.wait_for(restored.wait(), DEADLINE_S / 2)
                 again = await session.createConsumer(queue)
                 redelivered = await again.receive(10_000)
+                if redelivered is None:
+                    await again.close()
+                    await asyncio.to_thread(xfail_if_artemis_delivery_stuck, broker, queue_name)
                 assert redelivered is not None and text(redelivered) == "m", given
-                await producer.send(sender.createTextMessage("end"))  # a round trip after the close
+                # Sent once the closed consumer's UNSUBSCRIBE is answered (test_connection_listener's twin says why).
+                await aio_support.until(
+                    lambda: through_proxy.subscriber_for(consumer.spec.sub_id) is None,
+                    DEADLINE_S / 2,
+                    "the detach",
+                )
+                await producer.send(sender.createTextMessage("end"))
                 ended = await again.receive(10_000)
                 assert ended is not None and text(ended) == "end"
                 assert await again.receiveNoWait() is None, "a message came twice"

@@ -13,6 +13,7 @@ from typing import Any
 
 import aio_support
 import pytest
+from probes import xfail_if_artemis_delivery_stuck
 
 from jmslike import ConnectionFactory, ConnectionListener, Session, TextMessage
 from jmslike.aio import ConnectionFactory as AioConnectionFactory
@@ -329,8 +330,10 @@ def test_a_listener_failing_after_a_reconnect_gets_its_message_from_the_broker_o
         producer = sender.createProducer(sender.createQueue(queue_name))
         producer.send(sender.createTextMessage("m"))
         # Sent once m is back, so the test does not depend on where and when a broker requeues the lost connection's
-        # delivery (on Artemis "end" came first, or alone, in 2 of 9 runs of the reconnect tests on three brokers).
-        assert back.wait(DEADLINE_S / 2), deliveries
+        # delivery.
+        if not back.wait(DEADLINE_S / 2):
+            xfail_if_artemis_delivery_stuck(broker, queue_name)
+            raise AssertionError(f"m did not come back from the broker: {deliveries}")
         producer.send(sender.createTextMessage("end"))  # then a third m would come before it
         assert ended.wait(DEADLINE_S / 2), deliveries
         assert [d for d in deliveries if d.startswith("m ")] == ["m redelivered=False", "m redelivered=True"]
@@ -375,8 +378,17 @@ def test_a_consumer_closed_by_its_listener_after_a_reconnect_gives_nothing_of_th
         assert restored.wait(DEADLINE_S / 2)
         again = session.createConsumer(queue)
         redelivered = again.receive(RECEIVE_MS)
+        if redelivered is None:
+            again.close()
+            xfail_if_artemis_delivery_stuck(broker, queue_name)
         assert redelivered is not None and redelivered.getText() == "m", given
-        producer.send(sender.createTextMessage("end"))  # a round trip on the new connection after the close
+        # "end" comes from another connection: sent once the closed consumer's UNSUBSCRIBE is answered (it detaches
+        # after its listener returned), so that it cannot go to the closed subscription (RabbitMQ keeps such a
+        # delivery with the connection, adapters/rabbitmq.py).
+        wait_until(
+            lambda: connection.subscriber_for(consumer.spec.sub_id) is None, DEADLINE_S / 2, "the detach"
+        )
+        producer.send(sender.createTextMessage("end"))
         ended = again.receive(RECEIVE_MS)
         assert ended is not None and ended.getText() == "end"
         assert again.receiveNoWait() is None, "a message came twice"
