@@ -255,8 +255,15 @@ class AsyncStompConnection(asyncio.Protocol):
     def takes_without_waiting(self) -> bool:
         """Whether the transport is open and not holding writes back (asyncio's ``pause_writing``: from above its
         high-water mark until back down to its low-water mark), so that an awaited :meth:`send` would not wait to
-        drain (a frame written now may still take it past the mark)."""
-        return self._transport is not None and not self._ended and not self._write_paused
+        drain (a frame written now may still take it past the mark). Not once the transport is closing: an awaited
+        send then says why (:meth:`_drain`)."""
+        transport = self._transport
+        return (
+            transport is not None
+            and not self._ended
+            and not self._write_paused
+            and not transport.is_closing()
+        )
 
     def _put(self, transport: asyncio.Transport, data: bytes) -> None:
         """Every write goes through here, so that bytes taken can be known where the kernel does not say

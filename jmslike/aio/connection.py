@@ -305,6 +305,12 @@ class Connection:
         """Set while the wire is usable; clear while a reconnect is under way (deliveries wait for it)."""
         return self._ready
 
+    def wire_if_ready(self) -> AsyncWire | None:
+        """The open wire when it can be used at once (no reconnect under way), else None: then ``use_wire``."""
+        if self._ready.is_set() and not self._closed:
+            return self.wire
+        return None
+
     async def use_wire(self) -> AsyncWire:
         """The open wire; while a reconnect is under way, wait for it (bounded by the receipt timeout) rather
         than fail, as the threaded connection's ``wire_for_use`` does."""

@@ -61,9 +61,10 @@ class Sender:
         engine = self._engine
         connection = engine.connection
         while True:
-            tx = await engine.transaction_for_send()
+            # Outside a transaction and with the wire up, neither needs a coroutine (one fewer per send each).
+            tx = await engine.transaction_for_send() if engine.transacted else None
             frame = connection.adapter.send_frame(outgoing, tx)
-            wire = await connection.use_wire()
+            wire = connection.wire_if_ready() or await connection.use_wire()
             # A commit, rollback or close waiting at the boundary while this send began its transaction may have
             # ended that transaction before this task ran again: then the send joins the next one (or, closing,
             # is refused), never one already committed or aborted.
