@@ -302,7 +302,20 @@ class AsyncStompWire(WireBase[AsyncPending]):
     async def request(self, frame: Frame, timeout_s: float | None = None) -> None:
         """Send ``frame`` with a receipt and wait; raise the mapped exception on ERROR or timeout. Written without
         an await when the transport takes it at once (the hot path of a synchronous send: three coroutines fewer)."""
-        pending = self.submit_nowait(frame, None, coalesce=False) or await self.submit(frame, None)
+        pending = self.submit_nowait(frame, None, coalesce=False)
+        if pending is None:
+            pending = await self.submit(frame, None)
+        elif not self._connection.takes_without_waiting:
+            # This frame took the transport past its high-water mark: it gets the write deadline first, as one
+            # written by submit does (a broker that stops reading is a loss that says so, not a receipt timeout
+            # with the frame still going out).
+            try:
+                await self._connection.drained()
+            except asyncio.CancelledError:
+                self._gave_up(pending)
+                raise
+            except Exception as exc:
+                raise self._lost_writing(frame, exc) from exc
         timeout = self._config.receipt_timeout_ms / 1000 if timeout_s is None else timeout_s
         try:
             answered = await pending.answered(timeout)

@@ -192,6 +192,11 @@ class AsyncStompConnection(asyncio.Protocol):
         self.write(frame, receipt=receipt, on_sent=on_sent)
         await self._drain(self._write_timeout_s)
 
+    async def drained(self) -> None:
+        """Wait, under the write deadline, until the transport is back under its low-water mark: for a frame
+        handed over by :meth:`write` that took it past its high-water mark. Raises as :meth:`send` does."""
+        await self._drain(self._write_timeout_s)
+
     def write(
         self,
         frame: Frame,

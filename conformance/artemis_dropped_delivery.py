@@ -25,6 +25,7 @@ version of this control (2026-11-29) made that mistake and blamed Artemis for ev
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 import uuid
@@ -83,6 +84,8 @@ def trial(broker: BrokerHandle, probe: ArtemisProbe) -> Outcome:
             raise RuntimeError("the holder did not receive 'held'")
         proxy.drop()
         dropped = time.monotonic()
+        with contextlib.suppress(Exception):  # its socket is dead: close our end
+            holder.close()
     second = raw_stomp_client(broker)
     try:
         second.subscribe(queue, {**subscription, "ack": "auto"})

@@ -713,7 +713,12 @@ def test_a_dropped_connection_reconnects_and_resubscribes_losing_no_persistent_m
                 while (message := await consumer.receive(2000)) is not None:
                     got.append(message)
             texts = [text(m) for m in got]
-            assert set(texts) == {f"m{i}" for i in range(40)}, "every PERSISTENT message arrives"
+            missing = sorted({f"m{i}" for i in range(40)} - set(texts))
+            if (
+                len(missing) == 1
+            ):  # the dropped connection's delivery may be stuck on Artemis 2.21 (probes.py)
+                await asyncio.to_thread(xfail_if_artemis_delivery_stuck, broker, queue_name)
+            assert not missing, f"every PERSISTENT message arrives; missing {missing}"
             seen: set[str | None] = set()
             for message in got:
                 if text(message) in seen:
@@ -814,8 +819,7 @@ def test_a_consumer_closed_by_its_listener_after_a_reconnect_gives_nothing_of_th
                 await asyncio.wait_for(restored.wait(), DEADLINE_S / 2)
                 again = await session.createConsumer(queue)
                 redelivered = await again.receive(10_000)
-                if redelivered is None:
-                    await again.close()
+                if redelivered is None:  # asked while `again` is attached (test_connection_listener's twin)
                     await asyncio.to_thread(xfail_if_artemis_delivery_stuck, broker, queue_name)
                 assert redelivered is not None and text(redelivered) == "m", given
                 # Sent once the closed consumer's UNSUBSCRIBE is answered (test_connection_listener's twin says why).

@@ -528,6 +528,38 @@ def test_unwaited_sends_to_a_broker_that_stops_reading_fail_within_the_write_dea
     )  # 61 when measured
 
 
+def test_a_synchronous_send_to_a_broker_that_stops_reading_is_a_loss_with_the_reason(
+    peers: list[Peer],
+) -> None:
+    """The asyncio twin of test_hostile_network's test of a send bigger than every buffer to a peer that stops
+    reading: ConnectionLostException saying so, within the write deadline. A synchronous send is written without an
+    await when the transport is below its high-water mark; a frame that takes it past the mark must still get the
+    write deadline before its receipt's (review of the no-await request: it raised JMSTimeoutException, with the
+    connection up and the frame still going out, so a slow reader got the message the caller was told timed out)."""
+    from jmslike.aio import ConnectionFactory, Session
+    from jmslike.exceptions import ConnectionLostException
+
+    peer = Peer(b"CONNECTED\nversion:1.1\nheart-beat:0,0\n\n\x00")
+    peers.append(peer)
+
+    async def scenario() -> float:
+        url = f"activemq://127.0.0.1:{peer.port}?receipt_timeout_ms=1000&heartbeat_ms=0"
+        connection = await ConnectionFactory(url).createConnection()
+        connection.setExceptionListener(lambda error: None)
+        try:
+            session = await connection.createSession(Session.AUTO_ACKNOWLEDGE)
+            producer = session.createProducer(session.createQueue("deaf"))
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(ConnectionLostException, match="stopped reading"):
+                await producer.send(session.createTextMessage("x" * (64 * 1024 * 1024)))
+            return loop.time() - started
+        finally:
+            await connection.close()
+
+    assert asyncio.run(scenario()) < 10
+
+
 async def _one_receipt_due(peer: ReceiptPeer) -> AsyncStompConnection:
     """A coalescing asyncio driver connected to ``peer``, its first frame written and its receipt held back."""
     recorder = Recorder()

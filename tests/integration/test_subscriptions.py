@@ -54,6 +54,7 @@ class Publisher:
         right after on another connection may still be there when it arrives; closing the producer waits
         for those receipts (JMS 2.0 §7.3.7)."""
         destination = self.producer.getDestination()
+        assert self.session.settle_sends(), "the broker did not confirm the sends within the receipt timeout"
         self.producer.close()
         self.producer = self.session.createProducer(destination)
 
