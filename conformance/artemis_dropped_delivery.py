@@ -24,7 +24,6 @@ version of this control (2026-11-29) made that mistake and blamed Artemis for ev
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import time
@@ -33,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jmslike.conformance.brokers import BrokerHandle, launch
+from jmslike.conformance.artemis_controls import control_arguments, run_trials
+from jmslike.conformance.brokers import BrokerHandle
 from jmslike.conformance.proxy import FaultProxy
 from jmslike.conformance.suite.probe import ArtemisProbe, raw_stomp_client
 
@@ -100,28 +100,18 @@ def trial(broker: BrokerHandle, probe: ArtemisProbe) -> Outcome:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m jmslike.conformance.artemis_dropped_delivery",
-        description="Raw STOMP control: a dropped connection's unacknowledged queue delivery on Artemis.",
+    args = control_arguments(
+        "artemis_dropped_delivery",
+        "Raw STOMP control: a dropped connection's unacknowledged queue delivery on Artemis.",
+        150,
+        argv,
     )
-    parser.add_argument("--trials", type=int, default=150)
-    parser.add_argument(
-        "--no-restart",
-        action="store_true",
-        help="do not restart the broker at the end to see whether stuck messages come back",
-    )
-    parser.add_argument("--launcher", default="process", help="process or docker")
-    args = parser.parse_args(argv)
-    outcomes: list[Outcome] = []
-    with launch("artemis", args.launcher) as broker:
-        probe = ArtemisProbe(broker)
-        for _ in range(args.trials):
-            outcomes.append(trial(broker, probe))
-        missing = [outcome for outcome in outcomes if outcome.kind != "back"]
-        if missing and not args.no_restart:
-            broker.restart("graceful")
-            for outcome in missing:
-                outcome.after_restart = probe.queue_bodies(outcome.queue, 2.0)
+
+    def read_back(probe: ArtemisProbe, outcome: Outcome) -> None:
+        outcome.after_restart = probe.queue_bodies(outcome.queue, 2.0)
+
+    outcomes = run_trials(args, trial, lambda outcome: outcome.kind != "back", read_back)
+    missing = [outcome for outcome in outcomes if outcome.kind != "back"]
     kinds = [outcome.kind for outcome in outcomes]
     back = sorted(o.back_ms for o in outcomes if o.back_ms is not None)
     median = f"{back[len(back) // 2]} ms" if back else "-"

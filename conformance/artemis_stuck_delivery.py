@@ -27,7 +27,6 @@ docs/artemis.md.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import subprocess
@@ -38,7 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from jmslike.conformance.brokers import BrokerHandle, launch
+from jmslike.conformance.artemis_controls import control_arguments, run_trials
+from jmslike.conformance.brokers import BrokerHandle
 from jmslike.conformance.suite.probe import ArtemisProbe, raw_stomp_client
 
 MESSAGES = ("held", "backlog")
@@ -216,30 +216,18 @@ def trial(broker: BrokerHandle, probe: ArtemisProbe) -> Outcome:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m jmslike.conformance.artemis_stuck_delivery",
-        description="Raw STOMP control: a killed durable subscriber's held message on Artemis.",
+    args = control_arguments(
+        "artemis_stuck_delivery",
+        "Raw STOMP control: a killed durable subscriber's held message on Artemis.",
+        100,
+        argv,
     )
-    parser.add_argument("--trials", type=int, default=100)
-    parser.add_argument(
-        "--no-restart",
-        action="store_true",
-        help="do not restart the broker at the end to see whether stuck messages come back",
-    )
-    parser.add_argument("--launcher", default="process", help="process or docker")
-    args = parser.parse_args(argv)
-    outcomes: list[Outcome] = []
-    with launch("artemis", args.launcher) as broker:
-        probe = ArtemisProbe(broker)
-        for _ in range(args.trials):
-            outcomes.append(trial(broker, probe))
-        missing = [outcome for outcome in outcomes if outcome.kind != "both"]
-        if missing and not args.no_restart:
-            broker.restart("graceful")
-            for outcome in missing:
-                outcome.after_restart = probe.durable_backlog(
-                    outcome.client_id, outcome.topic, outcome.name, 2.0
-                )
+
+    def read_back(probe: ArtemisProbe, outcome: Outcome) -> None:
+        outcome.after_restart = probe.durable_backlog(outcome.client_id, outcome.topic, outcome.name, 2.0)
+
+    outcomes = run_trials(args, trial, lambda outcome: outcome.kind != "both", read_back)
+    missing = [outcome for outcome in outcomes if outcome.kind != "both"]
     kinds = [outcome.kind for outcome in outcomes]
     print('| trials | both delivered | "held" missing | other |')
     print("|---|---|---|---|")
