@@ -289,7 +289,8 @@ class AsyncStompConnection(asyncio.Protocol):
 
     def _check_stall(self, progress_then: int) -> None:
         """The write deadline for bytes nobody awaits: the buffer above its high-water mark, and the broker took
-        none of it for ``write_timeout_s``: drop the connection (the same rule as a send's deadline).
+        none of it for ``write_timeout_s``: drop the connection (the same rule as a send's deadline). While a caller
+        awaits the drain (:meth:`_drain`), its deadline decides instead.
 
         Progress is bytes taken (:meth:`_progress`), not the buffer's size: a broker reading slowly but steadily
         while senders keep writing has a buffer that does not shrink, and it is not stalled."""
@@ -298,7 +299,9 @@ class AsyncStompConnection(asyncio.Protocol):
         if transport is None or self._ended or not self._write_paused:
             return
         progress_now = self._progress(transport)
-        if progress_now > progress_then:  # it is taking bytes, slowly: watch on
+        if progress_now > progress_then or self._drain_waiters:
+            # Taking bytes, slowly: watch on. Or a caller awaits the drain under its own deadline, which ends the
+            # connection and tells that caller why (WriteStalled); ended here, it would hear only SocketClosed.
             self._stall_watch = asyncio.get_running_loop().call_later(
                 self._write_timeout_s, self._check_stall, progress_now
             )
