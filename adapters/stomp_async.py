@@ -36,7 +36,6 @@ import ssl
 from collections.abc import Callable, Mapping
 
 from jmslike.adapters.stomp_core import (
-    SILENCE_TOLERANCE,
     Connected,
     Event,
     ProtocolViolation,
@@ -54,6 +53,7 @@ from jmslike.adapters.stomp_socket import (
     kernel_gave_up,
     log_end,
     may_coalesce,
+    unread_bytes,
     unread_refusal,
 )
 from jmslike.contract import Frame
@@ -444,10 +444,9 @@ class AsyncStompConnection(asyncio.Protocol):
         while not self._ended:
             now = loop.time()
             if protocol.peer_silent(now):
-                self.abort(
-                    f"the broker sent nothing for {protocol.expect_every_s * SILENCE_TOLERANCE:.1f}s "
-                    "(heart-beat timeout)"
-                )
+                transport = self._transport
+                sock = transport.get_extra_info("socket") if transport is not None else None
+                self.abort(protocol.silence_reason(unread_bytes(sock)))
                 return
             transport = self._transport
             beat = protocol.heartbeat_due(now)

@@ -334,6 +334,22 @@ class StompProtocol:
             return False
         return now - self._clock.last_read > self.expect_every_s * SILENCE_TOLERANCE
 
+    def silence_reason(self, unread: int | None) -> str:
+        """Why the connection is dropped once :meth:`peer_silent`. ``unread``: the bytes that wait unread in the
+        client's socket (None: unknown). It tells the two causes apart, which the timeout alone cannot: 0 means the
+        broker really sent nothing; more means it did and this client stopped reading (a blocked reader or event
+        loop), so the fault is the client's. Part of a frame that came meanwhile (no sign of life) is said too."""
+        waited = f"{self.expect_every_s * SILENCE_TOLERANCE:.1f}s"
+        unproven = self._clock.unproven
+        within = f"; only {unproven} bytes of an unfinished frame came" if unproven else ""
+        if unread:
+            return (
+                f"nothing was read from the broker for {waited} (heart-beat timeout{within}), yet {unread} bytes "
+                "wait unread in this client's socket: this client stopped reading, the broker did not go silent"
+            )
+        socket_state = "" if unread is None else "; nothing waits unread in this client's socket"
+        return f"the broker sent nothing for {waited} (heart-beat timeout{within}{socket_state})"
+
     def next_deadline(self, now: float) -> float | None:
         """When the driver must next call :meth:`heartbeat_due` or :meth:`peer_silent` (None: never)."""
         if self.state != "connected":

@@ -38,12 +38,14 @@ from __future__ import annotations
 import atexit
 import contextlib
 import errno
+import fcntl
 import logging
 import os
 import select
 import socket
 import ssl
 import struct
+import termios
 import threading
 import time
 import weakref
@@ -52,7 +54,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final, NoReturn
 
 from jmslike.adapters.stomp_core import (
-    SILENCE_TOLERANCE,
     Connected,
     Event,
     MessageReceived,
@@ -219,6 +220,22 @@ def bytes_acked(sock: Any) -> int | None:
     if len(info) < _TCP_INFO_BYTES_ACKED_AT + 8:
         return None
     return int(_TCP_INFO_BYTES_ACKED.unpack_from(info, _TCP_INFO_BYTES_ACKED_AT)[0])
+
+
+def unread_bytes(sock: Any) -> int | None:
+    """Bytes the kernel holds for this socket that nobody has read yet (``FIONREAD``; with TLS, ciphertext), or
+    None where it cannot say (no socket, a closed one, no ``FIONREAD``). Asked at a heart-beat timeout, it
+    tells a broker that went silent (0) from a client that stopped reading (more)."""
+    if sock is None:
+        return None
+    try:
+        answer = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0")
+    except (OSError, ValueError):
+        return None
+    return int(_FIONREAD_COUNT.unpack(answer)[0])
+
+
+_FIONREAD_COUNT = struct.Struct("i")
 
 
 def open_socket(
@@ -968,9 +985,9 @@ class StompSocket:
                 silent = protocol.peer_silent(now)
                 deadline = protocol.next_deadline(now)
             if silent:
-                self.abort(
-                    f"the broker sent nothing for {protocol.expect_every_s * SILENCE_TOLERANCE:.1f}s (heart-beat timeout)"
-                )
+                with self._proto_lock:
+                    reason = protocol.silence_reason(unread_bytes(self._sock))
+                self.abort(reason)
                 return
             if deadline is None:
                 return

@@ -671,6 +671,10 @@ def test_a_broker_that_stops_sending_is_dropped_after_its_heartbeat_period(
         assert dropped.wait(DEADLINE_S), "the silent broker was never dropped"
         assert time.monotonic() - started < 3
         assert isinstance(heard[0], ConnectionLostException) and "heart-beat" in str(heard[0])
+        assert "nothing waits unread in this client's socket" in str(heard[0]), (
+            "the broker's silence, not ours"
+        )
+        assert ("bytes of an unfinished frame came" in str(heard[0])) == (then == "trickling")
     finally:
         release.set()
         connection.close()

@@ -17,6 +17,7 @@ from jmslike.adapters.stomp_socket import (
     KEEPALIVE_INTERVAL_S,
     bound_socket_in_time,
     kernel_gave_up,
+    unread_bytes,
 )
 
 
@@ -61,3 +62,21 @@ def test_the_kernels_time_bound_on_an_established_connection_says_why() -> None:
 )
 def test_anything_else_is_not_the_kernels_time_bound(exc: BaseException | None, state: str) -> None:
     assert kernel_gave_up(exc, 1.0, state) is None
+
+
+def test_unread_bytes_counts_what_the_kernel_holds_for_the_reader() -> None:
+    """What a heart-beat timeout asks (StompProtocol.silence_reason): 0 when the peer sent nothing, the count of
+    bytes nobody has read yet when it did, None when there is no socket to ask."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        client = socket.create_connection(server.getsockname())
+        accepted, _ = server.accept()
+        with client, accepted:
+            assert unread_bytes(client) == 0
+            accepted.sendall(b"x" * 1000)
+            client.settimeout(5.0)
+            assert client.recv(1, socket.MSG_PEEK) == b"x"  # the bytes have arrived
+            assert unread_bytes(client) == 1000
+            client.recv(400)
+            assert unread_bytes(client) == 600
+    assert unread_bytes(client) is None, "a closed socket"
+    assert unread_bytes(None) is None

@@ -350,3 +350,19 @@ def test_no_heartbeats_when_either_side_offers_none() -> None:
     assert protocol.heartbeat_due(now=1e9) == b""
     assert not protocol.peer_silent(now=1e9)
     assert protocol.next_deadline(now=3.0) is None
+
+
+def test_the_silence_reason_tells_a_silent_broker_from_a_client_that_stopped_reading() -> None:
+    """The ActiveMQ benchmark drop of 2026-11-29 could not say which side stalled: the reason now does, from the
+    bytes waiting unread in the client's socket at the timeout (the driver asks the kernel, FIONREAD)."""
+    protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s: 12.5 s of silence
+    protocol.receive_data(b"\n", now=1.0)
+    assert protocol.silence_reason(0) == (
+        "the broker sent nothing for 12.5s (heart-beat timeout; nothing waits unread in this client's socket)"
+    )
+    assert protocol.silence_reason(None) == "the broker sent nothing for 12.5s (heart-beat timeout)"
+    behind = protocol.silence_reason(4096)
+    assert behind.startswith("nothing was read from the broker for 12.5s")
+    assert "4096 bytes wait unread" in behind and "this client stopped reading" in behind
+    protocol.receive_data(b"MESSAGE\nsubscription:1\n", now=2.0)  # part of a frame: no sign of life
+    assert "only 23 bytes of an unfinished frame came" in protocol.silence_reason(0)
