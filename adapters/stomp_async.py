@@ -53,7 +53,6 @@ from jmslike.adapters.stomp_socket import (
     kernel_gave_up,
     log_end,
     may_coalesce,
-    unread_bytes,
     unread_refusal,
 )
 from jmslike.contract import Frame
@@ -444,9 +443,9 @@ class AsyncStompConnection(asyncio.Protocol):
         while not self._ended:
             now = loop.time()
             if protocol.peer_silent(now):
-                transport = self._transport
-                sock = transport.get_extra_info("socket") if transport is not None else None
-                self.abort(protocol.silence_reason(unread_bytes(sock)))
+                # No reader to ask: the loop runs what the selector found readable before its timers, so a
+                # loop that was blocked reads the broker's bytes before this looks, and silence is the broker's.
+                self.abort(protocol.silence_reason())
                 return
             transport = self._transport
             beat = protocol.heartbeat_due(now)

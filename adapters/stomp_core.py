@@ -180,6 +180,10 @@ def error_text(headers: Mapping[str, str], body: bytes) -> str:
     return text
 
 
+def _bytes(count: int) -> str:
+    return f"{count} byte" if count == 1 else f"{count} bytes"
+
+
 #: Bytes of one unfinished frame that count as a sign of life, as a heart-beat does. A big message on a slow link
 #: takes longer than the heart-beat timeout to arrive, and the broker cannot beat in the middle of a frame: without
 #: this the connection was dropped and the message redelivered, again and again (review finding: 100 MiB under
@@ -334,21 +338,24 @@ class StompProtocol:
             return False
         return now - self._clock.last_read > self.expect_every_s * SILENCE_TOLERANCE
 
-    def silence_reason(self, unread: int | None) -> str:
-        """Why the connection is dropped once :meth:`peer_silent`. ``unread``: the bytes that wait unread in the
-        client's socket (None: unknown). It tells the two causes apart, which the timeout alone cannot: 0 means the
-        broker really sent nothing; more means it did and this client stopped reading (a blocked reader or event
-        loop), so the fault is the client's. Part of a frame that came meanwhile (no sign of life) is said too."""
+    def silence_reason(self, reader_away_s: float | None = None, unread: int | None = None) -> str:
+        """Why the connection is dropped once :meth:`peer_silent`. The timeout alone cannot tell a broker that went
+        silent from a client that stopped reading; ``reader_away_s`` can: how long the driver's reader has been
+        away from the socket (in an owner's callback) at the timeout, None while it waits there. Away for longer
+        than one of the broker's heart-beat periods, it has missed the broker's beats: the fault is the client's,
+        and ``unread`` (the bytes then waiting in the socket, None: unknown) is said too. Away for less, it has
+        just woken to bytes that came at the deadline's edge, after the broker's silence. Part of a frame that came
+        meanwhile (no sign of life) is said too."""
         waited = f"{self.expect_every_s * SILENCE_TOLERANCE:.1f}s"
         unproven = self._clock.unproven
-        within = f"; only {unproven} bytes of an unfinished frame came" if unproven else ""
-        if unread:
+        partial = f"; only {_bytes(unproven)} of an unfinished frame came" if unproven else ""
+        if reader_away_s is not None and reader_away_s > self.expect_every_s:
+            waiting = "" if unread is None else f", with {_bytes(unread)} waiting unread in its socket"
             return (
-                f"nothing was read from the broker for {waited} (heart-beat timeout{within}), yet {unread} bytes "
-                "wait unread in this client's socket: this client stopped reading, the broker did not go silent"
+                f"nothing was read from the broker for {waited} (heart-beat timeout{partial}): this client's reader "
+                f"has not read for {reader_away_s:.1f}s{waiting}, so the client stopped reading, not the broker"
             )
-        socket_state = "" if unread is None else "; nothing waits unread in this client's socket"
-        return f"the broker sent nothing for {waited} (heart-beat timeout{within}{socket_state})"
+        return f"the broker sent nothing for {waited} (heart-beat timeout{partial})"
 
     def next_deadline(self, now: float) -> float | None:
         """When the driver must next call :meth:`heartbeat_due` or :meth:`peer_silent` (None: never)."""

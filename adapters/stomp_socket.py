@@ -223,9 +223,9 @@ def bytes_acked(sock: Any) -> int | None:
 
 
 def unread_bytes(sock: Any) -> int | None:
-    """Bytes the kernel holds for this socket that nobody has read yet (``FIONREAD``; with TLS, ciphertext), or
-    None where it cannot say (no socket, a closed one, no ``FIONREAD``). Asked at a heart-beat timeout, it
-    tells a broker that went silent (0) from a client that stopped reading (more)."""
+    """Bytes the kernel holds for this socket that nobody has read yet (``FIONREAD``; with TLS, ciphertext, and
+    not what OpenSSL decrypted already), or None where it cannot say (no socket, a closed one). Said at a
+    heart-beat timeout whose reader had stopped reading: how much of the broker's it left waiting."""
     if sock is None:
         return None
     try:
@@ -478,6 +478,7 @@ class StompSocket:
         self._on_closed = on_closed
         self._protocol = settings.new_protocol()
         self._sock: socket.socket | None = None
+        self._reader_away_since: float | None = None  # when the reader left the socket with data; None: at it
         self._io_lock = threading.Lock()  # one socket call at a time; never held while waiting
         self._write_lock = threading.Lock()  # one frame at a time
         self._proto_lock = threading.Lock()  # the protocol object is not thread-safe
@@ -889,6 +890,7 @@ class StompSocket:
         poller.register(sock, select.POLLIN | select.POLLERR | select.POLLHUP)
         heartbeats_started = False
         while not self._stop.is_set():
+            self._reader_away_since = None  # back at the socket (a heart-beat timeout asks: silence_reason)
             if self._hold is not None and self._hold() and not self._wait_while_held(self._hold):
                 return None
             try:
@@ -914,10 +916,12 @@ class StompSocket:
             if data is None:
                 poller.poll()  # TLS: outside the lock, so writers go on
                 continue
+            now = time.monotonic()
+            self._reader_away_since = now
             if self._quick_waiters:  # no lock: a stale value costs one early or late re-arm
                 self._arm_quick_ack()
             with self._proto_lock:
-                events = protocol.receive_data(data, time.monotonic())
+                events = protocol.receive_data(data, now)
                 state = protocol.state
             if not self._delivered_to and self._quick_ack:
                 self._delivered_to = any(isinstance(event, MessageReceived) for event in events)
@@ -925,10 +929,10 @@ class StompSocket:
                 if isinstance(event, ProtocolViolation):
                     self._dispatch(events, upto=event)
                     return event.reason
-            self._dispatch(events)
             if not heartbeats_started and any(isinstance(event, Connected) for event in events):
-                heartbeats_started = True
+                heartbeats_started = True  # before the events: a callback that blocks is then still watched
                 self._start_heartbeats()
+            self._dispatch(events)
             if not data or state == "closed":
                 # The broker closed the stream, answered DISCONNECT, or refused CONNECT (the event says so).
                 return None
@@ -985,8 +989,11 @@ class StompSocket:
                 silent = protocol.peer_silent(now)
                 deadline = protocol.next_deadline(now)
             if silent:
+                away_since = self._reader_away_since  # no lock: a stale value is at most one recv old
+                away_s = None if away_since is None else time.monotonic() - away_since
+                unread = unread_bytes(self._sock) if away_s is not None else None
                 with self._proto_lock:
-                    reason = protocol.silence_reason(unread_bytes(self._sock))
+                    reason = protocol.silence_reason(away_s, unread)
                 self.abort(reason)
                 return
             if deadline is None:

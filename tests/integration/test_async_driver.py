@@ -236,7 +236,7 @@ def test_a_silent_broker_is_dropped_after_its_heartbeat_period(peers: list[Peer]
 
     reason, unanswered = asyncio.run(scenario())
     assert reason is not None and "heart-beat" in reason and unanswered == []
-    assert "nothing waits unread in this client's socket" in reason, "the broker's silence, not ours"
+    assert reason.startswith("the broker sent nothing for"), "the broker's silence, not this client's"
 
 
 def test_a_broker_that_stops_reading_fails_a_send_within_the_write_deadline(peers: list[Peer]) -> None:

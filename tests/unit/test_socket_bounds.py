@@ -65,8 +65,8 @@ def test_anything_else_is_not_the_kernels_time_bound(exc: BaseException | None, 
 
 
 def test_unread_bytes_counts_what_the_kernel_holds_for_the_reader() -> None:
-    """What a heart-beat timeout asks (StompProtocol.silence_reason): 0 when the peer sent nothing, the count of
-    bytes nobody has read yet when it did, None when there is no socket to ask."""
+    """What a heart-beat timeout whose reader stopped reading says it left waiting (StompProtocol.silence_reason):
+    0 when the peer sent nothing, the bytes nobody has read yet when it did, None when there is no socket."""
     with socket.create_server(("127.0.0.1", 0)) as server:
         client = socket.create_connection(server.getsockname())
         accepted, _ = server.accept()

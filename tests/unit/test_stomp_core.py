@@ -353,16 +353,23 @@ def test_no_heartbeats_when_either_side_offers_none() -> None:
 
 
 def test_the_silence_reason_tells_a_silent_broker_from_a_client_that_stopped_reading() -> None:
-    """The ActiveMQ benchmark drop of 2026-11-29 could not say which side stalled: the reason now does, from the
-    bytes waiting unread in the client's socket at the timeout (the driver asks the kernel, FIONREAD)."""
+    """The ActiveMQ benchmark drop of 2026-11-29 could not say which side stalled. A reader away from its socket
+    for longer than one of the broker's periods (in an owner's callback) is the client's fault; one that just
+    woke to bytes at the deadline's edge is not."""
     protocol = connected(heartbeat_ms=(0, 2000))  # expect every 5 s: 12.5 s of silence
     protocol.receive_data(b"\n", now=1.0)
-    assert protocol.silence_reason(0) == (
-        "the broker sent nothing for 12.5s (heart-beat timeout; nothing waits unread in this client's socket)"
+    silent = "the broker sent nothing for 12.5s (heart-beat timeout)"
+    assert protocol.silence_reason() == silent
+    assert protocol.silence_reason(reader_away_s=0.001, unread=1) == silent, "woke at the edge: the broker's"
+    assert protocol.silence_reason(reader_away_s=5.0, unread=1) == silent, "one period away is no missed beat"
+    stuck = protocol.silence_reason(reader_away_s=13.25, unread=4096)
+    assert stuck == (
+        "nothing was read from the broker for 12.5s (heart-beat timeout): this client's reader has not read for "
+        "13.2s, with 4096 bytes waiting unread in its socket, so the client stopped reading, not the broker"
     )
-    assert protocol.silence_reason(None) == "the broker sent nothing for 12.5s (heart-beat timeout)"
-    behind = protocol.silence_reason(4096)
-    assert behind.startswith("nothing was read from the broker for 12.5s")
-    assert "4096 bytes wait unread" in behind and "this client stopped reading" in behind
+    assert "with 1 byte waiting" in protocol.silence_reason(reader_away_s=6.0, unread=1)
+    assert "waiting" not in protocol.silence_reason(reader_away_s=6.0, unread=None)
     protocol.receive_data(b"MESSAGE\nsubscription:1\n", now=2.0)  # part of a frame: no sign of life
-    assert "only 23 bytes of an unfinished frame came" in protocol.silence_reason(0)
+    assert protocol.silence_reason() == (
+        "the broker sent nothing for 12.5s (heart-beat timeout; only 23 bytes of an unfinished frame came)"
+    )
