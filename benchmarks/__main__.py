@@ -16,7 +16,6 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
 from jmslike import Session
@@ -41,6 +40,7 @@ from .report import (
     format_table,
     percentile,
 )
+from .rounds import Compare, Measurement, run_round
 
 PUB = "publish PERSISTENT, sync"
 ASYNC = "publish PERSISTENT, async (raw: sync)"
@@ -109,7 +109,7 @@ def _progress(text: str) -> None:
 
 
 class Runner:
-    """Collects rows; each ``measure`` runs both sides once, in the order the round dictates."""
+    """Collects rows, and runs a round of a workload group through :func:`rounds.run_round`."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, int], Row] = {}
@@ -120,127 +120,197 @@ class Runner:
             self.rows[key] = Row(workload, size, unit, **extra)
         return self.rows[key]
 
-    def measure(self, row: Row, round_no: int, run: Callable[[str], float]) -> dict[str, float]:
-        values: dict[str, float] = {}
-        cpu: dict[str, float] = {}
-        for side in w.SIDES if round_no % 2 == 0 else tuple(reversed(w.SIDES)):
-            w.CPU.last = math.nan
-            values[side] = run(side)
-            cpu[side] = w.CPU.last
-            _progress(
-                f"{row.workload} {row.size} B round {round_no + 1} {side}: {values[side]:,.1f}"
-                + ("" if math.isnan(cpu[side]) else f" ({cpu[side]:.1f} µs CPU/msg)")
-            )
-        row.jmslike.append(values["jmslike"])
-        row.raw.append(values["raw"])
-        row.cpu_jmslike.append(cpu["jmslike"])
-        row.cpu_raw.append(cpu["raw"])
-        return values
+    def round(
+        self, group: str, size: int, round_no: int, measurements: list[Measurement], rows: list[Compare]
+    ) -> None:
+        def progress(name: str, rate: float, cpu_us: float) -> None:
+            cpu_text = "" if math.isnan(cpu_us) else f" ({cpu_us:.1f} µs CPU/msg)"
+            _progress(f"{group} {size} B round {round_no + 1} {name}: {rate:,.1f}{cpu_text}")
 
-    def derive(
-        self, row: Row, round_no: int, base: Row, keep: str, other: Callable[[], float]
-    ) -> dict[str, float]:
-        """Measure ``row`` whose ``keep`` side is what ``base`` measured this round; ``other()`` measures
-        the other side (a different peer for the same jmslike numbers, or the reverse)."""
-        return self.measure(row, round_no, lambda side: self.again(base, side) if side == keep else other())
+        run_round(round_no, measurements, rows, _take_cpu, progress)
 
-    def again(self, row: Row, side: str) -> float:
-        """What ``side`` measured for ``row`` this round, standing in again (rate and CPU per message)."""
-        return w.reuse(getattr(row, side)[-1], getattr(row, f"cpu_{side}")[-1])
+
+def _take_cpu() -> float:
+    """The CPU µs per message the workload just run noted (NaN: none), forgotten once read."""
+    value, w.CPU.last = w.CPU.last, math.nan
+    return value
 
 
 def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[str]) -> None:
-    """Each round: the same-work rows (both sides measured), then rows that set one of those sides
-    against another peer (the side measured already stands in again, rate and CPU)."""
+    """Each round, each workload group: its measurements (in reverse in odd rounds, benchmarks/rounds.py),
+    then every row of the group from the two of them it compares."""
+    m, row_for = Measurement, runner.row
     for r in range(rounds):
         if "publish" in only:
-            pub = runner.row(PUB, size)
-            runner.measure(pub, r, lambda side: w.publish_sync(bench, size, side))
-            row = runner.row(ASYNC, size, target=ASYNC_TARGET, note="raw = raw synchronous persistent")
-            runner.derive(row, r, pub, "raw", lambda: w.publish_async(bench, size, "jmslike"))
-            runner.derive(
-                runner.row(PUB_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+            runner.round(
+                "publish PERSISTENT",
+                size,
                 r,
-                pub,
-                "raw",
-                lambda: aio.publish(bench, size, persistent=True),
-            )
-            note = "raw = same frames, receipts pipelined (window 256)"
-            runner.derive(
-                runner.row(ASYNC_RAW, size, note=note),
-                r,
-                row,
-                "jmslike",
-                lambda: w.publish_async(bench, size, "raw"),
-            )
-            note = "raw as above, each completion run on a thread of its own, as a JMS session runs its callbacks"
-            runner.derive(
-                runner.row(ASYNC_THREADED, size, target=SAME_WORK_TARGET, note=note),
-                r,
-                row,
-                "jmslike",
-                lambda: w.publish_async(bench, size, "raw", callback_thread=True),
+                [
+                    m("jmslike sync", lambda: w.publish_sync(bench, size, "jmslike")),
+                    m("raw sync", lambda: w.publish_sync(bench, size, "raw")),
+                    m("jmslike async", lambda: w.publish_async(bench, size, "jmslike")),
+                    m("jmslike.aio sync", lambda: aio.publish(bench, size, persistent=True)),
+                    m("raw pipelined", lambda: w.publish_async(bench, size, "raw")),
+                    m(
+                        "raw pipelined, callback thread",
+                        lambda: w.publish_async(bench, size, "raw", callback_thread=True),
+                    ),
+                ],
+                [
+                    Compare(row_for(PUB, size), "jmslike sync", "raw sync"),
+                    Compare(
+                        row_for(ASYNC, size, target=ASYNC_TARGET, note="raw = raw synchronous persistent"),
+                        "jmslike async",
+                        "raw sync",
+                    ),
+                    Compare(
+                        row_for(PUB_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+                        "jmslike.aio sync",
+                        "raw sync",
+                    ),
+                    Compare(
+                        row_for(ASYNC_RAW, size, note="raw = same frames, receipts pipelined (window 256)"),
+                        "jmslike async",
+                        "raw pipelined",
+                    ),
+                    Compare(
+                        row_for(
+                            ASYNC_THREADED,
+                            size,
+                            target=SAME_WORK_TARGET,
+                            note="raw as above, each completion run on a thread of its own, as a JMS session "
+                            "runs its callbacks",
+                        ),
+                        "jmslike async",
+                        "raw pipelined, callback thread",
+                    ),
+                ],
             )
         if "nonpersistent" in only:
-            note = "jmslike unwaited, timed until confirmed; raw = receipt per send, window 256"
-            same = runner.row(NONPERS, size, target=SAME_WORK_TARGET, note=note)
-            runner.measure(same, r, lambda side: w.publish_non_persistent(bench, size, side))
-            runner.derive(
-                runner.row(NONPERS_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+            runner.round(
+                "publish NON_PERSISTENT",
+                size,
                 r,
-                same,
-                "raw",
-                lambda: aio.publish(bench, size, persistent=False),
-            )
-            note = "raw = no receipts, one at the end (stomp.py as usually written)"
-            runner.derive(
-                runner.row(NONPERS_FF, size, target=FIRE_AND_FORGET_TARGET, note=note),
-                r,
-                same,
-                "jmslike",
-                lambda: w.publish_non_persistent(bench, size, "raw-ff"),
+                [
+                    m("jmslike", lambda: w.publish_non_persistent(bench, size, "jmslike")),
+                    m("raw receipts pipelined", lambda: w.publish_non_persistent(bench, size, "raw")),
+                    m("jmslike.aio", lambda: aio.publish(bench, size, persistent=False)),
+                    m("raw fire-and-forget", lambda: w.publish_non_persistent(bench, size, "raw-ff")),
+                ],
+                [
+                    Compare(
+                        row_for(
+                            NONPERS,
+                            size,
+                            target=SAME_WORK_TARGET,
+                            note="jmslike unwaited, timed until confirmed; raw = receipt per send, window 256",
+                        ),
+                        "jmslike",
+                        "raw receipts pipelined",
+                    ),
+                    Compare(
+                        row_for(NONPERS_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+                        "jmslike.aio",
+                        "raw receipts pipelined",
+                    ),
+                    Compare(
+                        row_for(
+                            NONPERS_FF,
+                            size,
+                            target=FIRE_AND_FORGET_TARGET,
+                            note="raw = no receipts, one at the end (stomp.py as usually written)",
+                        ),
+                        "jmslike",
+                        "raw fire-and-forget",
+                    ),
+                ],
             )
         if "consume" in only:
-            auto = runner.row(AUTO, size, target=SAME_WORK_TARGET, note=f"{bench.backlog} messages")
-            runner.measure(auto, r, lambda side: w.consume(bench, size, side, Session.AUTO_ACKNOWLEDGE))
-            note = f"jmslike.aio, {bench.backlog} messages; raw as above"
-            runner.derive(
-                runner.row(AUTO_AIO, size, target=SAME_WORK_TARGET, note=note),
+            backlog = f"{bench.backlog} messages"
+            runner.round(
+                "consume backlog",
+                size,
                 r,
-                auto,
-                "raw",
-                lambda: aio.consume_auto(bench, size),
-            )
-            client = runner.row(CLIENT, size, target=SAME_WORK_TARGET, note=f"{bench.backlog} messages")
-            runner.measure(client, r, lambda side: w.consume(bench, size, side, Session.CLIENT_ACKNOWLEDGE))
-            # The peer users would pick: raw stomp.py with ack:auto, against AUTO (same run) and DUPS_OK.
-            note = "raw = ack:auto, no ACK frames (stomp.py as usually written)"
-            plain = runner.row(AUTO_PLAIN, size, target=None, note=note)
-            runner.derive(
-                plain,
-                r,
-                auto,
-                "jmslike",
-                lambda: w.consume(bench, size, "raw-auto", Session.AUTO_ACKNOWLEDGE),
-            )
-            note = "jmslike DUPS_OK (lazy cumulative ACKs on ActiveMQ); raw = ack:auto"
-            runner.derive(
-                runner.row(DUPS, size, target=DUPS_OK_TARGET, note=note),
-                r,
-                plain,
-                "raw",
-                lambda: w.consume(bench, size, "jmslike", Session.DUPS_OK_ACKNOWLEDGE),
+                [
+                    m("jmslike AUTO", lambda: w.consume(bench, size, "jmslike", Session.AUTO_ACKNOWLEDGE)),
+                    m("raw AUTO", lambda: w.consume(bench, size, "raw", Session.AUTO_ACKNOWLEDGE)),
+                    m("jmslike.aio AUTO", lambda: aio.consume_auto(bench, size)),
+                    m(
+                        "jmslike CLIENT",
+                        lambda: w.consume(bench, size, "jmslike", Session.CLIENT_ACKNOWLEDGE),
+                    ),
+                    m("raw CLIENT", lambda: w.consume(bench, size, "raw", Session.CLIENT_ACKNOWLEDGE)),
+                    m("raw ack:auto", lambda: w.consume(bench, size, "raw-auto", Session.AUTO_ACKNOWLEDGE)),
+                    m(
+                        "jmslike DUPS_OK",
+                        lambda: w.consume(bench, size, "jmslike", Session.DUPS_OK_ACKNOWLEDGE),
+                    ),
+                ],
+                [
+                    Compare(
+                        row_for(AUTO, size, target=SAME_WORK_TARGET, note=backlog), "jmslike AUTO", "raw AUTO"
+                    ),
+                    Compare(
+                        row_for(
+                            AUTO_AIO,
+                            size,
+                            target=SAME_WORK_TARGET,
+                            note=f"jmslike.aio, {backlog}; raw as above",
+                        ),
+                        "jmslike.aio AUTO",
+                        "raw AUTO",
+                    ),
+                    Compare(
+                        row_for(CLIENT, size, target=SAME_WORK_TARGET, note=backlog),
+                        "jmslike CLIENT",
+                        "raw CLIENT",
+                    ),
+                    # The peer users would pick: raw stomp.py with ack:auto, against AUTO and DUPS_OK.
+                    Compare(
+                        row_for(
+                            AUTO_PLAIN,
+                            size,
+                            target=None,
+                            note="raw = ack:auto, no ACK frames (stomp.py as usually written)",
+                        ),
+                        "jmslike AUTO",
+                        "raw ack:auto",
+                    ),
+                    Compare(
+                        row_for(
+                            DUPS,
+                            size,
+                            target=DUPS_OK_TARGET,
+                            note="jmslike DUPS_OK (lazy cumulative ACKs on ActiveMQ); raw = ack:auto",
+                        ),
+                        "jmslike DUPS_OK",
+                        "raw ack:auto",
+                    ),
+                ],
             )
         if "fanout" in only:
-            fan = runner.row(FANOUT, size)
-            runner.measure(fan, r, lambda side: w.fanout(bench, size, side))
-            note = "raw = listeners on a thread per connection, as a JMS session's"
-            runner.derive(
-                runner.row(FANOUT_THREADED, size, note=note),
+            runner.round(
+                "fan-out 1→10 durable",
+                size,
                 r,
-                fan,
-                "jmslike",
-                lambda: w.fanout(bench, size, "raw", listener_thread=True),
+                [
+                    m("jmslike", lambda: w.fanout(bench, size, "jmslike")),
+                    m("raw", lambda: w.fanout(bench, size, "raw")),
+                    m("raw listener thread", lambda: w.fanout(bench, size, "raw", listener_thread=True)),
+                ],
+                [
+                    Compare(row_for(FANOUT, size), "jmslike", "raw"),
+                    Compare(
+                        row_for(
+                            FANOUT_THREADED,
+                            size,
+                            note="raw = listeners on a thread per connection, as a JMS session's",
+                        ),
+                        "jmslike",
+                        "raw listener thread",
+                    ),
+                ],
             )
         if "latency" in only:
             p50 = runner.row(P50, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
@@ -337,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
             _progress(f"Java comparison skipped: {reason}")
     if args.rounds % 2:
         _progress(
-            f"{args.rounds} rounds: jmslike goes first once more than raw stomp.py (an even count balances it)"
+            f"{args.rounds} rounds: each pair of measurements runs one way round once more than the other "
+            "(an even count balances it)"
         )
     _progress(f"launching {args.broker}")
     with launch(args.broker, **options) as broker:
@@ -373,7 +444,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = list(runner.rows.values())
     command = "python -m benchmarks " + " ".join(sys.argv[1:] if argv is None else argv)
     print()
-    print(f"{args.broker}: median of {args.rounds} rounds, sides alternating; {elapsed:.0f} s")
+    print(
+        f"{args.broker}: median of {args.rounds} rounds, each in reverse order of the last; {elapsed:.0f} s"
+    )
     if args.quick:
         print("quick mode: one message size (256 B), small counts (backlog, duration, RSS backlog)")
     print(format_table(rows))

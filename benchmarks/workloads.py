@@ -93,12 +93,6 @@ class Stopwatch:
         return count / wall
 
 
-def reuse(value: float, cpu_us: float) -> float:
-    """A side measured earlier in the round stands in again (its rate and its CPU per message)."""
-    CPU.last = cpu_us
-    return value
-
-
 def payload(size: int) -> bytes:
     return b"x" * size
 

@@ -1,0 +1,160 @@
+"""benchmarks/rounds.py: which measurement runs when, and which two each row compares (no broker)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from benchmarks.report import Row
+from benchmarks.rounds import Compare, Measurement, run_round
+
+
+class _Clock:
+    """Measurements that return their position in the run (1, 2, ...) and note a CPU figure per name."""
+
+    def __init__(self) -> None:
+        self.order: list[str] = []
+        self.cpu_noted = math.nan
+
+    def measurement(self, name: str, cpu_us: float = math.nan) -> Measurement:
+        def run() -> float:
+            self.order.append(name)
+            self.cpu_noted = cpu_us
+            return float(len(self.order))
+
+        return Measurement(name, run)
+
+    def take_cpu(self) -> float:
+        value, self.cpu_noted = self.cpu_noted, math.nan
+        return value
+
+
+def _run(
+    clock: _Clock, round_no: int, measurements: list[Measurement], rows: list[Compare]
+) -> dict[str, float]:
+    return run_round(round_no, measurements, rows, clock.take_cpu, lambda *_: None)
+
+
+def test_every_pair_runs_each_way_round_over_two_rounds() -> None:
+    """The flaw this replaced: a row setting a side against a third measurement always ran that one last."""
+    clock = _Clock()
+    names = ["jmslike", "raw", "jmslike.aio", "raw listener thread"]
+    positions: list[dict[str, int]] = []
+    for round_no in range(4):
+        clock.order.clear()
+        _run(clock, round_no, [clock.measurement(n) for n in names], [])
+        positions.append({name: i for i, name in enumerate(clock.order)})
+    for a in names:
+        for b in names:
+            if a != b:
+                first = sum(p[a] < p[b] for p in positions)
+                assert first == 2, f"{a} before {b} in {first} of 4 rounds"
+
+
+def test_each_row_gets_the_rates_and_cpu_of_the_two_it_compares() -> None:
+    clock = _Clock()
+    same, other = Row("same work", 256, "msg/s"), Row("other peer", 256, "msg/s")
+    rows = [Compare(same, "jmslike", "raw"), Compare(other, "jmslike", "raw-auto")]
+    measurements = [
+        clock.measurement("jmslike", cpu_us=30.0),
+        clock.measurement("raw", cpu_us=40.0),
+        clock.measurement("raw-auto"),  # notes no CPU: NaN, not the previous measurement's 40
+    ]
+    assert _run(clock, 0, measurements, rows) == {"jmslike": 1.0, "raw": 2.0, "raw-auto": 3.0}
+    assert _run(clock, 1, measurements, rows) == {"raw-auto": 4.0, "raw": 5.0, "jmslike": 6.0}
+    assert (same.jmslike, same.raw, same.cpu_jmslike, same.cpu_raw) == (
+        [1.0, 6.0],
+        [2.0, 5.0],
+        [30.0] * 2,
+        [40.0] * 2,
+    )
+    assert (other.jmslike, other.raw) == ([1.0, 6.0], [3.0, 4.0])
+    assert all(math.isnan(v) for v in other.cpu_raw)
+
+
+def test_a_note_left_before_the_round_is_not_taken_for_its_first_measurement() -> None:
+    clock = _Clock()
+    clock.cpu_noted = 99.0  # left by something run before the round (a warm-up, the Java client)
+    row = Row("r", 256, "msg/s")
+    _run(clock, 0, [clock.measurement("jmslike"), clock.measurement("raw")], [Compare(row, "jmslike", "raw")])
+    assert math.isnan(row.cpu_jmslike[0])
+
+
+@pytest.mark.parametrize(
+    ("names", "compare", "message"),
+    [
+        (["a", "a"], ("a", "a"), "repeat"),
+        (["a", "b"], ("a", "c"), "does not run: ['c']"),
+    ],
+)
+def test_a_round_that_cannot_fill_its_rows_is_refused_before_anything_runs(
+    names: list[str], compare: tuple[str, str], message: str
+) -> None:
+    clock = _Clock()
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        _run(clock, 0, [clock.measurement(n) for n in names], [Compare(Row("r", 1, "msg/s"), *compare)])
+    assert clock.order == []
+
+
+def test_the_default_run_fills_every_row_from_the_measurements_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """benchmarks/__main__.run_size with every workload faked (each call returns a new number and notes it as its
+    CPU): a misspelt measurement name, or a row comparing the wrong two, shows here rather than in a broker run."""
+    import benchmarks.__main__ as main
+    from benchmarks import workloads as w
+
+    calls: list[str] = []
+
+    def fake(name: str) -> Callable[..., float]:
+        def run(*args: object, **kwargs: object) -> float:
+            label = " ".join(
+                [name, *(str(a) for a in args[2:]), *(f"{k}={v}" for k, v in sorted(kwargs.items()))]
+            )
+            calls.append(label)
+            w.CPU.last = float(len(calls))
+            return float(len(calls))
+
+        return run
+
+    for name in ("publish_sync", "publish_async", "publish_non_persistent", "consume", "fanout"):
+        monkeypatch.setattr(main.w, name, fake(name))
+    monkeypatch.setattr(main.aio, "publish", fake("aio.publish"))
+    monkeypatch.setattr(main.aio, "consume_auto", fake("aio.consume_auto"))
+    monkeypatch.setattr(main.w, "latency", lambda *args: [1.0])
+    monkeypatch.setattr(main, "_progress", lambda text: None)
+    bench = w.Bench(kind="rabbitmq", host="h", port=1, user="u", password="p", url="u", duration_s=0.0,
+                    backlog=10, latency_rate=0, latency_s=0.0)  # fmt: skip
+    runner = main.Runner()
+    main.run_size(runner, bench, 256, 2, set(main.WORKLOADS) - {"rss"})
+
+    def label(value: float) -> str:
+        return calls[int(value) - 1]
+
+    expected = {
+        main.PUB: ("publish_sync jmslike", "publish_sync raw"),
+        main.ASYNC: ("publish_async jmslike", "publish_sync raw"),
+        main.PUB_AIO: ("aio.publish persistent=True", "publish_sync raw"),
+        main.ASYNC_RAW: ("publish_async jmslike", "publish_async raw"),
+        main.ASYNC_THREADED: ("publish_async jmslike", "publish_async raw callback_thread=True"),
+        main.NONPERS: ("publish_non_persistent jmslike", "publish_non_persistent raw"),
+        main.NONPERS_AIO: ("aio.publish persistent=False", "publish_non_persistent raw"),
+        main.NONPERS_FF: ("publish_non_persistent jmslike", "publish_non_persistent raw-ff"),
+        main.AUTO: ("consume jmslike 1", "consume raw 1"),
+        main.AUTO_AIO: ("aio.consume_auto", "consume raw 1"),
+        main.CLIENT: ("consume jmslike 2", "consume raw 2"),
+        main.AUTO_PLAIN: ("consume jmslike 1", "consume raw-auto 1"),
+        main.DUPS: ("consume jmslike 3", "consume raw-auto 1"),
+        main.FANOUT: ("fanout jmslike", "fanout raw"),
+        main.FANOUT_THREADED: ("fanout jmslike", "fanout raw listener_thread=True"),
+    }
+    rate_rows = {key[0]: row for key, row in runner.rows.items() if row.unit == "msg/s"}
+    assert list(rate_rows) == list(expected), "the table's rows, in the table's order"
+    for workload, (ours, theirs) in expected.items():
+        row = rate_rows[workload]
+        assert [label(v) for v in row.jmslike] == [ours] * 2, workload
+        assert [label(v) for v in row.raw] == [theirs] * 2, workload
+        assert row.cpu_jmslike == row.jmslike and row.cpu_raw == row.raw, f"{workload}: CPU of another run"
+    assert len(calls) == len(set(calls)) * 2 == 2 * 20, "each of the 20 measurements once per round"
