@@ -27,6 +27,7 @@ from . import aio_workloads as aio
 from . import java as j
 from . import launch_options
 from . import workloads as w
+from .proc_stat import wait_until_idle
 from .report import (
     ASYNC_TARGET,
     DUPS_OK_TARGET,
@@ -109,10 +110,12 @@ def _progress(text: str) -> None:
 
 
 class Runner:
-    """Collects rows, and runs a round of a workload group through :func:`rounds.run_round`."""
+    """Collects rows, and runs a round of a workload group through :func:`rounds.run_round`, each measurement
+    once the broker process ``broker_pid`` is idle (None: not watched)."""
 
-    def __init__(self) -> None:
+    def __init__(self, broker_pid: int | None = None) -> None:
         self.rows: dict[tuple[str, int], Row] = {}
+        self.broker_pid = broker_pid
 
     def row(self, workload: str, size: int, unit: str = "msg/s", **extra: Any) -> Row:
         key = (workload, size)
@@ -127,7 +130,12 @@ class Runner:
             cpu_text = "" if math.isnan(cpu_us) else f" ({cpu_us:.1f} µs CPU/msg)"
             _progress(f"{group} {size} B round {round_no + 1} {name}: {rate:,.1f}{cpu_text}")
 
-        run_round(round_no, measurements, rows, _take_cpu, progress)
+        def settle() -> None:
+            waited = wait_until_idle(self.broker_pid)
+            if waited > 2.0:
+                _progress(f"{group} {size} B round {round_no + 1}: the broker was busy for {waited:.1f} s")
+
+        run_round(round_no, measurements, rows, _take_cpu, progress, settle)
 
 
 def _take_cpu() -> float:
@@ -427,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             latency_rate=200 if args.quick else 500,
             latency_s=2.0 if args.quick else 4.0,
         )
-        runner = Runner()
+        runner = Runner(broker.pid)
         java_rows: dict[tuple[str, int], Row] = {}
         java = j.JavaJms(openwire_url, broker.user, broker.password) if openwire_url else None
         # Unmeasured warm-up of both sides: the broker's JIT and page cache must not tax whichever side

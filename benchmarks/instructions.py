@@ -1,4 +1,4 @@
-"""``python -m benchmarks.instructions [--only CASES] [--short S] [--long S]``: instructions per message, not seconds.
+"""``python -m benchmarks.instructions [--only CASES] [--short S] [--long S] [--size BYTES]``: instructions per message, not seconds.
 
 CPU time per message on a shared 2-core VM moves by ±4% between runs of the same code (docs/performance.md), more
 than most changes worth making to the send path. Valgrind's callgrind counts the instructions a process runs, and
@@ -27,7 +27,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 
-from .null_peer import CASES, case_command, running_peer, with_baselines
+from .null_peer import CASES, SIZE, case_command, running_peer, with_baselines
 
 #: callgrind's total line in its output file: ``summary: N`` (older releases: ``totals: N``).
 _TOTAL = re.compile(r"^(?:summary|totals):\s+(\d+)", re.MULTILINE)
@@ -59,7 +59,7 @@ def parse_total(callgrind_out: str) -> int:
     return int(found.group(1))
 
 
-def _run(case: str, port: int, seconds: float) -> Count:
+def _run(case: str, port: int, seconds: float, size: int) -> Count:
     """The case in a child process under callgrind, every thread counted together."""
     with tempfile.TemporaryDirectory(prefix="jmslike-callgrind-") as scratch:
         out_file = os.path.join(scratch, "callgrind.out")
@@ -68,7 +68,7 @@ def _run(case: str, port: int, seconds: float) -> Count:
                 "valgrind",
                 "--tool=callgrind",
                 f"--callgrind-out-file={out_file}",
-                *case_command(case, port, seconds),
+                *case_command(case, port, seconds, size),
             ],
             check=True,
             capture_output=True,
@@ -91,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--long", type=float, default=6.0, help="timed section of the long run, s (default 6)"
     )
+    parser.add_argument("--size", type=int, default=SIZE, help=f"message body bytes (default {SIZE})")
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         print(
@@ -101,14 +102,16 @@ def main(argv: list[str] | None = None) -> int:
     result: dict[str, float] = {}
     with running_peer() as port:
         for name in names:
-            short, long = _run(name, port, args.short), _run(name, port, args.long)
+            short, long = _run(name, port, args.short, args.size), _run(name, port, args.long, args.size)
             result[name] = per_message(short, long)
             print(
                 f"{name}: {result[name]:,.0f} instructions per message "
                 f"({short.messages} and {long.messages} messages)",
                 file=sys.stderr,
             )
-    print("client instructions per 256 B message against a null STOMP peer (callgrind; lower is better)")
+    print(
+        f"client instructions per {args.size} B message against a null STOMP peer (callgrind; lower is better)"
+    )
     print("| case | instructions / message | / raw same work |")
     print("|---|---|---|")
     for name in names:

@@ -1,4 +1,4 @@
-"""``python -m benchmarks.null_peer [--seconds S] [--rounds N] [--json FILE]``: the client's own CPU per send.
+"""``python -m benchmarks.null_peer [--seconds S] [--rounds N] [--size BYTES] [--json FILE]``: the client's own CPU per send.
 
 Against a real broker, a client's CPU per message moves with the broker's batching of receipts and with
 whatever else the machine does. This runs the send workloads of ``benchmarks/workloads.py`` (and the asyncio
@@ -33,45 +33,48 @@ from collections.abc import Callable, Iterator
 from . import aio_workloads as aio
 from . import workloads as w
 
-SIZE = 256
+SIZE = 256  # bytes per message unless --size says otherwise
 
 #: case name → what it runs (in the child process) and the raw case it is compared with.
-CASES: dict[str, tuple[Callable[[w.Bench], float], str]] = {
-    "raw PERSISTENT sync": (lambda b: w.publish_sync(b, SIZE, "raw"), "raw PERSISTENT sync"),
+CASES: dict[str, tuple[Callable[[w.Bench, int], float], str]] = {
+    "raw PERSISTENT sync": (lambda b, size: w.publish_sync(b, size, "raw"), "raw PERSISTENT sync"),
     "raw NON_PERSISTENT, receipts pipelined": (
-        lambda b: w.publish_non_persistent(b, SIZE, "raw", drain=False),
+        lambda b, size: w.publish_non_persistent(b, size, "raw", drain=False),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
     "raw NON_PERSISTENT, fire-and-forget": (
-        lambda b: w.publish_non_persistent(b, SIZE, "raw-ff", drain=False),
+        lambda b, size: w.publish_non_persistent(b, size, "raw-ff", drain=False),
         "raw NON_PERSISTENT, fire-and-forget",
     ),
     "raw PERSISTENT, receipts pipelined": (
-        lambda b: w.publish_async(b, SIZE, "raw"),
+        lambda b, size: w.publish_async(b, size, "raw"),
         "raw PERSISTENT, receipts pipelined",
     ),
     "raw PERSISTENT, receipts pipelined, callback thread": (
-        lambda b: w.publish_async(b, SIZE, "raw", callback_thread=True),
+        lambda b, size: w.publish_async(b, size, "raw", callback_thread=True),
         "raw PERSISTENT, receipts pipelined, callback thread",
     ),
-    "jmslike PERSISTENT sync": (lambda b: w.publish_sync(b, SIZE, "jmslike"), "raw PERSISTENT sync"),
+    "jmslike PERSISTENT sync": (lambda b, size: w.publish_sync(b, size, "jmslike"), "raw PERSISTENT sync"),
     "jmslike PERSISTENT, completion listener": (
-        lambda b: w.publish_async(b, SIZE, "jmslike"),
+        lambda b, size: w.publish_async(b, size, "jmslike"),
         "raw PERSISTENT, receipts pipelined, callback thread",
     ),
     "jmslike NON_PERSISTENT": (
-        lambda b: w.publish_non_persistent(b, SIZE, "jmslike", drain=False),
+        lambda b, size: w.publish_non_persistent(b, size, "jmslike", drain=False),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
     "jmslike NON_PERSISTENT, send_coalesce_us=0": (
-        lambda b: w.publish_non_persistent(
-            dataclasses.replace(b, url=f"{b.url}?send_coalesce_us=0"), SIZE, "jmslike", drain=False
+        lambda b, size: w.publish_non_persistent(
+            dataclasses.replace(b, url=f"{b.url}?send_coalesce_us=0"), size, "jmslike", drain=False
         ),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
-    "jmslike.aio PERSISTENT sync": (lambda b: aio.publish(b, SIZE, True, drain=False), "raw PERSISTENT sync"),
+    "jmslike.aio PERSISTENT sync": (
+        lambda b, size: aio.publish(b, size, True, drain=False),
+        "raw PERSISTENT sync",
+    ),
     "jmslike.aio NON_PERSISTENT": (
-        lambda b: aio.publish(b, SIZE, False, drain=False),
+        lambda b, size: aio.publish(b, size, False, drain=False),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
 }
@@ -204,7 +207,7 @@ def _bench(port: int, seconds: float) -> w.Bench:
     )
 
 
-def case_command(case: str, port: int, seconds: float) -> list[str]:
+def case_command(case: str, port: int, seconds: float, size: int = SIZE) -> list[str]:
     """The child that runs ``case`` once against the peer on ``port``; its last line of output is its CPU µs per
     message, full collections per 100k messages, and messages in the timed section."""
     return [
@@ -217,13 +220,15 @@ def case_command(case: str, port: int, seconds: float) -> list[str]:
         str(port),
         "--seconds",
         str(seconds),
+        "--size",
+        str(size),
     ]
 
 
-def _run_case(case: str, port: int, seconds: float) -> tuple[float, float]:
+def _run_case(case: str, port: int, seconds: float, size: int) -> tuple[float, float]:
     """In a fresh child: run ``case`` once; its CPU µs per message and full collections per 100k messages."""
     out = subprocess.run(
-        case_command(case, port, seconds),
+        case_command(case, port, seconds, size),
         check=True,
         capture_output=True,
         text=True,
@@ -241,11 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds, order alternating (default 3)")
     parser.add_argument("--only", default="", help="comma-separated substrings of case names to run")
     parser.add_argument("--json", help="write every round's values here")
+    parser.add_argument("--size", type=int, default=SIZE, help=f"message body bytes (default {SIZE})")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # the child's side
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.case:
-        CASES[args.case][0](_bench(args.port, args.seconds))
+        CASES[args.case][0](_bench(args.port, args.seconds), args.size)
         print(f"{w.CPU.last:.3f} {w.CPU.full_gcs:.2f} {w.CPU.messages}")
         return 0
     names = with_baselines([n for n in CASES if not args.only or any(s in n for s in args.only.split(","))])
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     with running_peer() as port:
         for round_no in range(args.rounds):
             for name in names if round_no % 2 == 0 else list(reversed(names)):
-                cpu, collections = _run_case(name, port, args.seconds)
+                cpu, collections = _run_case(name, port, args.seconds, args.size)
                 values[name].append(cpu)
                 full_gcs[name].append(collections)
                 print(
@@ -262,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     median = {n: statistics.median(v) for n, v in values.items()}
     print(
-        f"client CPU per {SIZE} B send against a null STOMP peer, median of {args.rounds} rounds (µs; lower is better)"
+        f"client CPU per {args.size} B send against a null STOMP peer, median of {args.rounds} rounds (µs; lower is better)"
     )
     print("| case | µs / message | / raw same work | raw fire-and-forget / this | full GCs / 100k messages |")
     print("|---|---|---|---|---|")
@@ -277,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump(
                 {
-                    "size": SIZE,
+                    "size": args.size,
                     "seconds": args.seconds,
                     "values": values,
                     "full_gcs": full_gcs,

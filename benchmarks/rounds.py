@@ -43,11 +43,13 @@ def run_round(
     rows: Sequence[Compare],
     cpu: Callable[[], float],
     progress: Callable[[str, float, float], None],
+    settle: Callable[[], None] = lambda: None,
 ) -> dict[str, float]:
     """Run ``measurements`` (in reverse in odd rounds), then add each row's pair; returns the rates by name.
 
     ``cpu()`` reads the CPU µs per message the measurement just run noted and forgets it, so a workload that
-    notes none is NaN rather than its predecessor's."""
+    notes none is NaN rather than its predecessor's. ``settle()`` runs before each measurement (the broker
+    finishing what the one before left it: benchmarks/proc_stat.py)."""
     names = [m.name for m in measurements]
     if len(set(names)) != len(names):
         raise ValueError(f"measurement names repeat: {names}")
@@ -58,6 +60,7 @@ def run_round(
     cpus: dict[str, float] = {}
     cpu()  # forget whatever the previous round left
     for measurement in measurements if round_no % 2 == 0 else reversed(measurements):
+        settle()
         rates[measurement.name] = measurement.run()
         cpus[measurement.name] = cpu()
         progress(measurement.name, rates[measurement.name], cpus[measurement.name])

@@ -37,6 +37,7 @@ from jmslike import ConnectionFactory, DeliveryMode, Session
 from jmslike.conformance.brokers import launch
 
 from . import launch_options
+from .proc_stat import cpu_seconds, stat_fields
 
 TARGET = 0.70
 
@@ -83,17 +84,6 @@ def _fill(broker: Any, topic: str, count: int, size: int) -> None:
         session.commit()
     finally:
         connection.close()
-
-
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text.rsplit(")", 1)[-1].split()  # fields from 3 (state) on; the name may hold spaces
 
 
 def _role(pid: int, parent_role: str | None) -> str:
@@ -164,7 +154,7 @@ class CpuSampler:
         stats: dict[int, list[str]] = {}
         for entry in Path("/proc").iterdir():
             if entry.name.isdigit():
-                fields = _stat(int(entry.name))
+                fields = stat_fields(int(entry.name))
                 if fields is not None:
                     stats[int(entry.name)] = fields
                     children.setdefault(int(fields[1]), []).append(int(entry.name))
@@ -181,7 +171,7 @@ class CpuSampler:
                 continue
             seen.add(pid)
             role = _role(pid, parent_role)
-            spent = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime of this process
+            spent = cpu_seconds(fields)
             if first:
                 self._first[pid] = spent
             self._last[pid] = (role, spent)

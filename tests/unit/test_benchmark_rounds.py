@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Callable
 
 import pytest
 
+from benchmarks.proc_stat import wait_until_idle
 from benchmarks.report import Row
 from benchmarks.rounds import Compare, Measurement, run_round
 
@@ -158,3 +161,33 @@ def test_the_default_run_fills_every_row_from_the_measurements_it_names(
         assert [label(v) for v in row.raw] == [theirs] * 2, workload
         assert row.cpu_jmslike == row.jmslike and row.cpu_raw == row.raw, f"{workload}: CPU of another run"
     assert len(calls) == len(set(calls)) * 2 == 2 * 20, "each of the 20 measurements once per round"
+
+
+def test_each_measurement_starts_after_the_settle_step() -> None:
+    clock = _Clock()
+    seen: list[str] = []
+    measurements = [clock.measurement("a"), clock.measurement("b")]
+    run_round(
+        1,
+        measurements,
+        [],
+        clock.take_cpu,
+        lambda *_: None,
+        settle=lambda: seen.append(f"settle {len(clock.order)}"),
+    )
+    assert seen == ["settle 0", "settle 1"] and clock.order == ["b", "a"]
+
+
+def test_the_broker_is_waited_for_while_it_works_and_not_once_it_is_idle() -> None:
+    """benchmarks/proc_stat.wait_until_idle on two child processes: one spinning, one asleep."""
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    asleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert wait_until_idle(spinning.pid, window_s=0.1, limit_s=0.5) >= 0.5
+        assert wait_until_idle(asleep.pid, window_s=0.1, limit_s=5.0) < 5.0
+    finally:
+        for child in (spinning, asleep):
+            child.kill()
+            child.wait()
+    assert wait_until_idle(spinning.pid) < 0.1, "a process that is gone is not waited for"
+    assert wait_until_idle(None) == 0.0, "no local broker (docker, external): nothing to watch"
