@@ -440,13 +440,21 @@ class AsyncStompConnection(asyncio.Protocol):
         """Write a heart-beat when one is due, end the connection when the broker has gone silent."""
         protocol = self._protocol
         loop = asyncio.get_running_loop()
+        looked_again = False
         while not self._ended:
             now = loop.time()
             if protocol.peer_silent(now):
-                # No reader to ask: the loop runs what the selector found readable before its timers, so a
-                # loop that was blocked reads the broker's bytes before this looks, and silence is the broker's.
-                self.abort(protocol.silence_reason())
-                return
+                if looked_again:
+                    self.abort(protocol.silence_reason())
+                    return
+                # Look once more after a timer: the loop reads what its selector found readable before it runs
+                # due timers, so bytes that waited while the loop was blocked (by this connection's callbacks or
+                # anything else) are read first, and a silence still there is the broker's. Without this, a
+                # wake-up queued before the block ran ahead of that read and blamed the broker (review finding).
+                looked_again = True
+                await asyncio.sleep(0.001)
+                continue
+            looked_again = False
             transport = self._transport
             beat = protocol.heartbeat_due(now)
             if beat and transport is not None:

@@ -340,22 +340,30 @@ class StompProtocol:
 
     def silence_reason(self, reader_away_s: float | None = None, unread: int | None = None) -> str:
         """Why the connection is dropped once :meth:`peer_silent`. The timeout alone cannot tell a broker that went
-        silent from a client that stopped reading; ``reader_away_s`` can: how long the driver's reader has been
-        away from the socket (in an owner's callback) at the timeout, None while it waits there. Away for longer
-        than one of the broker's heart-beat periods, it has missed the broker's beats: the fault is the client's,
-        and ``unread`` (the bytes then waiting in the socket, None: unknown) is said too. Away for less, it has
-        just woken to bytes that came at the deadline's edge, after the broker's silence. Part of a frame that came
-        meanwhile (no sign of life) is said too."""
+        silent from a client that stopped reading. ``reader_away_s``: how long the driver's reader has been away
+        from the socket (in an owner's callback) at the timeout, None while it waits there; ``unread``: the bytes
+        then waiting in the socket (None: unknown). Away for longer than one of the broker's heart-beat periods, the
+        reader has missed beats, if the broker sent any: bytes waiting say it did, and the fault is the client's;
+        none waiting say both were quiet. Away for less, the reader has just woken to bytes that came at the
+        deadline's edge, after the broker's silence. Part of a frame that came meanwhile (no sign of life) is said
+        too."""
         waited = f"{self.expect_every_s * SILENCE_TOLERANCE:.1f}s"
         unproven = self._clock.unproven
         partial = f"; only {_bytes(unproven)} of an unfinished frame came" if unproven else ""
-        if reader_away_s is not None and reader_away_s > self.expect_every_s:
-            waiting = "" if unread is None else f", with {_bytes(unread)} waiting unread in its socket"
+        if reader_away_s is None or reader_away_s <= self.expect_every_s:
+            return f"the broker sent nothing for {waited} (heart-beat timeout{partial})"
+        away = f"this client's reader has not read for {reader_away_s:.1f}s"
+        if unread == 0:
             return (
-                f"nothing was read from the broker for {waited} (heart-beat timeout{partial}): this client's reader "
-                f"has not read for {reader_away_s:.1f}s{waiting}, so the client stopped reading, not the broker"
+                f"the broker sent nothing for {waited} (heart-beat timeout{partial}); {away}, but nothing waits "
+                "unread in its socket"
             )
-        return f"the broker sent nothing for {waited} (heart-beat timeout{partial})"
+        if unread is None:
+            return f"nothing was read from the broker for {waited} (heart-beat timeout{partial}): {away}"
+        return (
+            f"nothing was read from the broker for {waited} (heart-beat timeout{partial}): {away}, with "
+            f"{_bytes(unread)} waiting unread in its socket, so the client stopped reading, not the broker"
+        )
 
     def next_deadline(self, now: float) -> float | None:
         """When the driver must next call :meth:`heartbeat_due` or :meth:`peer_silent` (None: never)."""

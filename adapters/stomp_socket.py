@@ -984,13 +984,14 @@ class StompSocket:
         """Write a heart-beat when one is due, end the connection when the broker has gone silent."""
         protocol = self._protocol
         while not self._stop.is_set():
+            # Before the silence: a reader coming back in between leaves the earlier value, not a fresh one.
+            away_since = self._reader_away_since  # no lock: a stale value is at most one recv old
             now = time.monotonic()
             with self._proto_lock:
                 silent = protocol.peer_silent(now)
                 deadline = protocol.next_deadline(now)
             if silent:
-                away_since = self._reader_away_since  # no lock: a stale value is at most one recv old
-                away_s = None if away_since is None else time.monotonic() - away_since
+                away_s = None if away_since is None else now - away_since
                 unread = unread_bytes(self._sock) if away_s is not None else None
                 with self._proto_lock:
                     reason = protocol.silence_reason(away_s, unread)

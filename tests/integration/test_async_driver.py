@@ -14,6 +14,7 @@ import errno
 import socket
 import ssl
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -160,12 +161,14 @@ class Peer:
     until ``release`` is set, or closes it when ``close`` is True). ``at_accept``: answers as soon as it accepts,
     before the client can have written CONNECT (a broker at its connection limit)."""
 
-    def __init__(self, reply: bytes, close: bool = False, at_accept: bool = False) -> None:
+    def __init__(
+        self, reply: bytes, close: bool = False, at_accept: bool = False, beat_every_s: float | None = None
+    ) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.release = threading.Event()
         self.received = b""
-        self._reply, self._close, self._at_accept = reply, close, at_accept
+        self._reply, self._close, self._at_accept, self._beat = reply, close, at_accept, beat_every_s
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -179,7 +182,11 @@ class Peer:
                     return
                 self.received += chunk
             conn.sendall(self._reply)
-            if not self._close:
+            if self._beat is not None:  # a heart-beat every period until released
+                with contextlib.suppress(OSError):
+                    while not self.release.wait(self._beat):
+                        conn.sendall(b"\n")
+            elif not self._close:
                 self.release.wait(DEADLINE_S)
 
     def stop(self) -> None:
@@ -237,6 +244,44 @@ def test_a_silent_broker_is_dropped_after_its_heartbeat_period(peers: list[Peer]
     reason, unanswered = asyncio.run(scenario())
     assert reason is not None and "heart-beat" in reason and unanswered == []
     assert reason.startswith("the broker sent nothing for"), "the broker's silence, not this client's"
+
+
+def test_a_loop_blocked_by_a_callback_is_not_taken_for_a_silent_broker(peers: list[Peer]) -> None:
+    """Review finding: CONNECTED and a MESSAGE come in one read and the MESSAGE's callback blocks the loop for 1 s,
+    while the broker beats every 50 ms. The heart-beat task's wake-up, queued before the block, ran ahead of the
+    read of those beats and dropped the connection as silent (5 of 5 runs). It now looks again after the loop has
+    read: the connection stays up."""
+    message = b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\nx\x00"
+    peer = Peer(b"CONNECTED\nversion:1.1\nheart-beat:50,0\n\n\x00" + message, beat_every_s=0.05)
+    peers.append(peer)
+
+    async def scenario() -> str | None:
+        loop = asyncio.get_running_loop()
+        closed: asyncio.Future[str | None] = loop.create_future()
+        blocked = asyncio.Event()
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, MessageReceived):
+                time.sleep(1.0)  # the owner's callback blocks the loop: twenty beats pile up unread
+                blocked.set()
+
+        def on_closed(reason: str | None, unanswered: list[Receipt]) -> None:
+            if not closed.done():
+                closed.set_result(reason)
+
+        settings = _settings(("127.0.0.1", peer.port), version="1.1", heartbeat_ms=50)
+        connection = AsyncStompConnection(settings, on_event=on_event, on_closed=on_closed)
+        await connection.connect("localhost", {})
+        try:
+            await asyncio.wait_for(blocked.wait(), DEADLINE_S)
+            # Ten of the broker's heart-beat timeouts (125 ms each) after the block: any drop would have come.
+            done, _ = await asyncio.wait({closed}, timeout=1.25)
+            return closed.result() if done else None
+        finally:
+            connection.abort()
+
+    reason = asyncio.run(scenario())
+    assert reason is None, f"dropped while the broker's beats waited unread: {reason}"
 
 
 def test_a_broker_that_stops_reading_fails_a_send_within_the_write_deadline(peers: list[Peer]) -> None:

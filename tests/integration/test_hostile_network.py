@@ -718,6 +718,44 @@ def test_a_reader_stuck_in_a_callback_is_told_from_a_silent_broker(
         sock.abort()
 
 
+def test_a_reader_away_while_the_broker_is_silent_too_does_not_blame_the_client(
+    hostile: Callable[[Script], HostilePeer],
+) -> None:
+    """Review finding: the broker sends CONNECTED and a MESSAGE, then nothing at all, while the MESSAGE's
+    callback holds the reader for 1 s. Nothing waits unread, so the reason must not say the client stopped
+    reading: both were quiet."""
+    release = threading.Event()
+    ref: list[HostilePeer] = []
+
+    def script(conn: socket.socket) -> None:
+        ref[0].send(conn, b"CONNECTED\nversion:1.1\nheart-beat:50,0\n\n\x00")
+        ref[0].send(conn, b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\nx\x00")
+        release.wait(DEADLINE_S)  # then silence, not a single beat
+
+    ref.append(hostile(script))
+    closed: list[str | None] = []
+    ended = threading.Event()
+
+    def on_event(event: Any) -> None:
+        if not isinstance(event, Connected):
+            release.wait(1.0)
+
+    sock = StompSocket(
+        driver_settings(ref[0].port, heartbeat_ms=50),
+        on_event=on_event,
+        on_closed=lambda reason, unanswered: (closed.append(reason), ended.set()),
+    )
+    try:
+        sock.connect("localhost", {"accept-version": "1.1"})
+        assert ended.wait(DEADLINE_S), "the heart-beat timeout never came"
+        reason = closed[0] or ""
+        assert reason.startswith("the broker sent nothing for"), reason
+        assert "nothing waits unread in its socket" in reason and "not the broker" not in reason, reason
+    finally:
+        release.set()
+        sock.abort()
+
+
 # -- a send that fails as the connection ends ---------------------------------------------------------------
 
 

@@ -368,7 +368,13 @@ def test_the_silence_reason_tells_a_silent_broker_from_a_client_that_stopped_rea
         "13.2s, with 4096 bytes waiting unread in its socket, so the client stopped reading, not the broker"
     )
     assert "with 1 byte waiting" in protocol.silence_reason(reader_away_s=6.0, unread=1)
-    assert "waiting" not in protocol.silence_reason(reader_away_s=6.0, unread=None)
+    assert protocol.silence_reason(reader_away_s=6.0, unread=None) == (
+        "nothing was read from the broker for 12.5s (heart-beat timeout): this client's reader has not read for 6.0s"
+    )
+    assert protocol.silence_reason(reader_away_s=6.0, unread=0) == (  # review finding: both were quiet
+        "the broker sent nothing for 12.5s (heart-beat timeout); this client's reader has not read for 6.0s, but "
+        "nothing waits unread in its socket"
+    )
     protocol.receive_data(b"MESSAGE\nsubscription:1\n", now=2.0)  # part of a frame: no sign of life
     assert protocol.silence_reason() == (
         "the broker sent nothing for 12.5s (heart-beat timeout; only 23 bytes of an unfinished frame came)"
