@@ -3,7 +3,9 @@
 The benchmark's rounds (benchmarks/rounds.py) balance which client goes first, but not what the broker still does
 for the measurement before: on ActiveMQ, the first measurement of a workload group after the NON_PERSISTENT
 sends (whose queue is emptied untimed) ran up to a quarter slower than the same measurement last in its group.
-So each measurement starts once the broker's process has been idle for a moment (:func:`wait_until_idle`).
+So each measurement starts once the broker's process has been idle for a moment (:func:`wait_until_idle`; the
+benchmark launches its brokers as local processes). It waits before a measurement, not inside it: what a consume
+measurement's own untimed fill leaves the broker is still there when its timed drain starts, for both clients alike.
 """
 
 from __future__ import annotations

@@ -190,4 +190,4 @@ def test_the_broker_is_waited_for_while_it_works_and_not_once_it_is_idle() -> No
             child.kill()
             child.wait()
     assert wait_until_idle(spinning.pid) < 0.1, "a process that is gone is not waited for"
-    assert wait_until_idle(None) == 0.0, "no local broker (docker, external): nothing to watch"
+    assert wait_until_idle(None) == 0.0, "no local broker process (an external one): nothing to watch"
