@@ -678,20 +678,24 @@ def test_a_broker_that_stops_sending_is_dropped_after_its_heartbeat_period(
         connection.close()
 
 
+@pytest.mark.parametrize("broker_beats", [True, False], ids=["broker beating", "broker silent too"])
 def test_a_reader_stuck_in_a_callback_is_told_from_a_silent_broker(
-    hostile: Callable[[Script], HostilePeer],
+    hostile: Callable[[Script], HostilePeer], broker_beats: bool
 ) -> None:
-    """Review finding on the reason above: the broker beats every 50 ms, but the owner's callback holds the
-    reader for 2 s, so nothing is read. The heart-beat timeout then says the client stopped reading, with the
-    broker's bytes left waiting in the socket, rather than blaming the broker."""
+    """Review findings on the heart-beat timeout's reason: the broker sends CONNECTED and a MESSAGE whose callback
+    holds the reader for 2 s, so nothing is read. If the broker beats meanwhile (four times a promised 200 ms
+    period, so that some beats wait however the machine schedules the peer's thread), its bytes wait in the
+    socket and the reason says the client stopped reading, not the broker. If it sends nothing more, nothing
+    waits, and the reason must not blame the client: both were quiet."""
     release = threading.Event()
     ref: list[HostilePeer] = []
 
     def script(conn: socket.socket) -> None:
-        ref[0].send(conn, b"CONNECTED\nversion:1.1\nheart-beat:50,0\n\n\x00")
+        ref[0].send(conn, b"CONNECTED\nversion:1.1\nheart-beat:200,0\n\n\x00")
         ref[0].send(conn, b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\nx\x00")
         while not release.wait(0.05):
-            ref[0].send(conn, b"\n")
+            if broker_beats:
+                ref[0].send(conn, b"\n")
 
     ref.append(hostile(script))
     closed: list[str | None] = []
@@ -702,7 +706,7 @@ def test_a_reader_stuck_in_a_callback_is_told_from_a_silent_broker(
             release.wait(2.0)  # after which the reader reports the end the heart-beat watch decided
 
     sock = StompSocket(
-        driver_settings(ref[0].port, heartbeat_ms=50),
+        driver_settings(ref[0].port, heartbeat_ms=200),
         on_event=on_event,
         on_closed=lambda reason, unanswered: (closed.append(reason), ended.set()),
     )
@@ -711,46 +715,12 @@ def test_a_reader_stuck_in_a_callback_is_told_from_a_silent_broker(
         assert ended.wait(DEADLINE_S), "the heart-beat timeout never came"
         reason = closed[0] or ""
         assert "this client's reader has not read for" in reason, reason
-        assert "so the client stopped reading, not the broker" in reason, reason
-        assert "waiting unread in its socket" in reason and "with 0 bytes" not in reason, reason
-    finally:
-        release.set()
-        sock.abort()
-
-
-def test_a_reader_away_while_the_broker_is_silent_too_does_not_blame_the_client(
-    hostile: Callable[[Script], HostilePeer],
-) -> None:
-    """Review finding: the broker sends CONNECTED and a MESSAGE, then nothing at all, while the MESSAGE's
-    callback holds the reader for 1 s. Nothing waits unread, so the reason must not say the client stopped
-    reading: both were quiet."""
-    release = threading.Event()
-    ref: list[HostilePeer] = []
-
-    def script(conn: socket.socket) -> None:
-        ref[0].send(conn, b"CONNECTED\nversion:1.1\nheart-beat:50,0\n\n\x00")
-        ref[0].send(conn, b"MESSAGE\nsubscription:1\nmessage-id:1\ndestination:/queue/a\n\nx\x00")
-        release.wait(DEADLINE_S)  # then silence, not a single beat
-
-    ref.append(hostile(script))
-    closed: list[str | None] = []
-    ended = threading.Event()
-
-    def on_event(event: Any) -> None:
-        if not isinstance(event, Connected):
-            release.wait(1.0)
-
-    sock = StompSocket(
-        driver_settings(ref[0].port, heartbeat_ms=50),
-        on_event=on_event,
-        on_closed=lambda reason, unanswered: (closed.append(reason), ended.set()),
-    )
-    try:
-        sock.connect("localhost", {"accept-version": "1.1"})
-        assert ended.wait(DEADLINE_S), "the heart-beat timeout never came"
-        reason = closed[0] or ""
-        assert reason.startswith("the broker sent nothing for"), reason
-        assert "nothing waits unread in its socket" in reason and "not the broker" not in reason, reason
+        if broker_beats:
+            assert "so the client stopped reading, not the broker" in reason, reason
+            assert "waiting unread in its socket" in reason and "with 0 bytes" not in reason, reason
+        else:
+            assert reason.startswith("the broker sent nothing for"), reason
+            assert "nothing waits unread in its socket" in reason and "not the broker" not in reason, reason
     finally:
         release.set()
         sock.abort()
