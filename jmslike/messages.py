@@ -568,22 +568,35 @@ class BytesMessage(_StreamedMessage):
 
     def __init__(self, data: bytes = b"") -> None:
         super().__init__()
-        self._buffer = bytearray(data)
+        # Immutable bytes are kept as they are, and become a bytearray only when something is appended: a body
+        # received, or written with one writeBytes call (what nearly every sender does), is then never copied
+        # before it is encoded (at 4 KB two copies were a visible share of a send: docs/performance.md).
+        self._buffer: bytes | bytearray = data if type(data) is bytes else bytearray(data)
         self._position = 0
 
     def _rewind(self) -> None:
         self._position = 0
 
     def _clear_body(self) -> None:
-        self._buffer = bytearray()
+        self._buffer = b""
         self._position = 0
+
+    def _append(self, data: bytes | bytearray) -> None:
+        """Add ``data`` at the end of the body; an empty body takes immutable bytes as they are."""
+        if type(self._buffer) is bytes:
+            if not self._buffer and type(data) is bytes:
+                self._buffer = data
+                return
+            self._buffer = bytearray(self._buffer)
+        self._buffer += data
 
     def _body(self) -> object:
         """The whole body in either mode, without moving the read position; None when empty."""
-        return bytes(self._buffer) or None
+        return self.body_bytes() or None
 
     def body_bytes(self) -> bytes:
-        return bytes(self._buffer)
+        body = self._buffer
+        return body if type(body) is bytes else bytes(body)
 
     # -- writing --
 
@@ -597,12 +610,12 @@ class BytesMessage(_StreamedMessage):
                     f"writeUTF: the string encodes to {len(encoded)} bytes; the limit is 65535 "
                     "(use writeBytes for longer text)"
                 )
-            self._buffer += struct.pack(">H", len(encoded)) + encoded
+            self._append(struct.pack(">H", len(encoded)) + encoded)
         elif typed.jms_type == "byte[]":
-            self._buffer += cast(bytes, value)
+            self._append(cast(bytes, value))
         else:
             raw = ord(cast(str, value)) if typed.jms_type == "char" else value
-            self._buffer += struct.pack(_BYTES_FORMATS[typed.jms_type], raw)
+            self._append(struct.pack(_BYTES_FORMATS[typed.jms_type], raw))
 
     def _write_as(self, jms_type: JmsType, value: object) -> None:
         self._check_body_writable()
@@ -615,9 +628,9 @@ class BytesMessage(_StreamedMessage):
     def writeBytes(self, value: bytes, offset: int = 0, length: int | None = None) -> None:
         self._check_body_writable()
         if offset == 0 and length is None and isinstance(value, bytes | bytearray):
-            self._buffer += value  # the whole of it: nothing to check (the common call, on every send)
+            self._append(value)  # the whole of it: nothing to check (the common call, on every send)
             return
-        self._buffer += _byte_slice(value, offset, length, "writeBytes value")
+        self._append(_byte_slice(value, offset, length, "writeBytes value"))
 
     def writeObject(self, value: object) -> None:
         """Writes as the method for the value's JMS type would (int → writeInt or writeLong, float →

@@ -537,6 +537,32 @@ def test_bytes_message_modes() -> None:
     assert m.getBodyLength() == 1
 
 
+def test_bytes_message_keeps_written_bytes_uncopied_and_appends_after_them() -> None:
+    body = bytes(range(256)) * 16
+    m = BytesMessage()
+    m.writeBytes(body)
+    assert m.body_bytes() is body  # one whole writeBytes: sent as it is, no copy
+    m.writeBytes(b"!")
+    m.writeShort(2)
+    assert m.body_bytes() == body + b"!\x00\x02"
+    assert body == bytes(range(256)) * 16  # the caller's bytes are untouched by the appends
+    m.clearBody()
+    m.writeInt(7)
+    m.writeBytes(b"x")
+    assert m.body_bytes() == b"\x00\x00\x00\x07x"
+
+
+def test_bytes_message_copies_a_bytearray_so_later_changes_to_it_do_not_reach_the_body() -> None:
+    data = bytearray(b"abc")
+    m = BytesMessage()
+    m.writeBytes(data)
+    data[0:1] = b"z"
+    assert m.body_bytes() == b"abc"
+    received = BytesMessage(data)
+    data[0:1] = b"q"
+    assert received.body_bytes() == b"zbc"
+
+
 def test_received_bytes_message_is_in_read_mode_at_the_start() -> None:
     m = BytesMessage(b"\x00\x00\x00\x09")
     received(m)
