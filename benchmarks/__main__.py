@@ -82,6 +82,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--only", help=f"comma list of workload groups: {','.join(WORKLOADS)}")
     parser.add_argument(
+        "--no-warm-up",
+        dest="warm_up",
+        action="store_false",
+        help="do not run each workload group once, untimed, before its first round (Runner says why it does)",
+    )
+    parser.add_argument(
         "--java",
         choices=("auto", "off", "on"),
         default="auto",
@@ -111,11 +117,19 @@ def _progress(text: str) -> None:
 
 class Runner:
     """Collects rows, and runs a round of a workload group through :func:`rounds.run_round`, each measurement
-    once the broker process ``broker_pid`` is idle (None: not watched)."""
+    once the broker process ``broker_pid`` is idle (None: not watched).
 
-    def __init__(self, broker_pid: int | None = None) -> None:
+    ``warm_up``: the first time a group runs, it runs once more before, untimed. Why: the first measurement of
+    a group ran slower on ActiveMQ whichever client it was, and round 1 always starts with jmslike's. Its first
+    round against the median of its others, in the five ActiveMQ runs of 2026-11-29 at 256 B: 0.68-0.92 for
+    AUTO_ACKNOWLEDGE (raw's, run second: 0.74-1.08), 0.59-0.86 for fan-out, 0.88-0.94 for synchronous sends;
+    the broker's JIT compiling each path on first use is the likely cause (docs/performance.md)."""
+
+    def __init__(self, broker_pid: int | None = None, warm_up: bool = False) -> None:
         self.rows: dict[tuple[str, int], Row] = {}
         self.broker_pid = broker_pid
+        self.warm_up = warm_up
+        self._warmed: set[str] = set()
 
     def row(self, workload: str, size: int, unit: str = "msg/s", **extra: Any) -> Row:
         key = (workload, size)
@@ -135,6 +149,13 @@ class Runner:
             if waited > 2.0:
                 _progress(f"{group} {size} B round {round_no + 1}: the broker was busy for {waited:.1f} s")
 
+        if self.warm_up and group not in self._warmed:
+            self._warmed.add(group)
+
+            def warming(name: str, rate: float, cpu_us: float) -> None:
+                _progress(f"{group} {size} B warm-up (not counted) {name}: {rate:,.1f}")
+
+            run_round(1, measurements, [], _take_cpu, warming, settle)  # reversed: round 1's first ran last
         run_round(round_no, measurements, rows, _take_cpu, progress, settle)
 
 
@@ -338,10 +359,17 @@ def run_java(
     size: int,
     rounds: int,
     only: set[str],
+    warm_up: bool = False,
 ) -> None:
-    """The Java client's side of the second table; jmslike's side is the same run's jmslike rounds."""
+    """The Java client's side of the second table; jmslike's side is the same run's jmslike rounds. ``warm_up``:
+    first one round untimed, as jmslike's groups get (:class:`Runner`): the Java client's first round ran slower
+    too (AUTO_ACKNOWLEDGE 256 B 14.9k msg/s against 19.7k-25.1k after, 2026-11-29), which flattered jmslike."""
 
     def add(workload: str, value: float, unit: str = "msg/s", target: float | None = JAVA_TARGET) -> None:
+        if not recording:
+            w.CPU.last = math.nan
+            _progress(f"{workload} {size} B java warm-up (not counted): {value:,.1f}")
+            return
         key = (workload, size)
         if key not in java_rows:
             java_rows[key] = Row(workload, size, unit, target=target, note="baseline = Java client via JPype")
@@ -351,7 +379,8 @@ def run_java(
         _progress(f"{workload} {size} B java: {value:,.1f}")
 
     w.CPU.last = math.nan
-    for _ in range(rounds):
+    for round_no in range(-1 if warm_up else 0, rounds):
+        recording = round_no >= 0
         if "publish" in only:
             add(PUB, j.publish_sync(java, bench, size))
         if "nonpersistent" in only:
@@ -435,17 +464,14 @@ def main(argv: list[str] | None = None) -> int:
             latency_rate=200 if args.quick else 500,
             latency_s=2.0 if args.quick else 4.0,
         )
-        runner = Runner(broker.pid)
+        runner = Runner(broker.pid, warm_up=args.warm_up)
         java_rows: dict[tuple[str, int], Row] = {}
         java = j.JavaJms(openwire_url, broker.user, broker.password) if openwire_url else None
-        # Unmeasured warm-up of both sides: the broker's JIT and page cache must not tax whichever side
-        # happens to go first in round 1 (a full run once showed 508 msg/s there against ~1,500 later).
-        for side in w.SIDES:
-            w.publish_sync(bench, args.sizes[0], side)
         for size in args.sizes:
             run_size(runner, bench, size, args.rounds, args.only)
             if java is not None:
-                run_java(runner, java_rows, java, bench, size, args.rounds, args.only)
+                warm = args.warm_up and size == args.sizes[0]
+                run_java(runner, java_rows, java, bench, size, args.rounds, args.only, warm_up=warm)
         if "rss" in args.only:
             run_rss(runner, bench, args.rss_backlog)
     elapsed = time.monotonic() - started

@@ -191,3 +191,27 @@ def test_the_broker_is_waited_for_while_it_works_and_not_once_it_is_idle() -> No
             child.wait()
     assert wait_until_idle(spinning.pid) < 0.1, "a process that is gone is not waited for"
     assert wait_until_idle(None) == 0.0, "no local broker process (an external one): nothing to watch"
+
+
+def test_a_groups_first_round_follows_one_untimed_pass_and_later_rounds_do_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import benchmarks.__main__ as main
+
+    monkeypatch.setattr(main, "_progress", lambda text: None)
+    clock = _Clock()
+    monkeypatch.setattr(main, "_take_cpu", clock.take_cpu)
+    row = Row("consume", 256, "msg/s")
+    measurements = [clock.measurement("jmslike"), clock.measurement("raw")]
+    runner = main.Runner(warm_up=True)
+    for round_no in range(2):
+        runner.round("consume backlog", 256, round_no, measurements, [Compare(row, "jmslike", "raw")])
+    runner.round(
+        "consume backlog", 4096, 0, measurements, []
+    )  # the same group at the next size: warm already
+    assert clock.order == ["raw", "jmslike", "jmslike", "raw", "raw", "jmslike", "jmslike", "raw"]
+    assert (row.jmslike, row.raw) == ([3.0, 6.0], [4.0, 5.0]), "the untimed pass (1, 2) is in no row"
+    cold = main.Runner()
+    clock.order.clear()
+    cold.round("consume backlog", 256, 0, measurements, [])
+    assert clock.order == ["jmslike", "raw"], "--no-warm-up: straight to round 1"
