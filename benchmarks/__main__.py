@@ -16,6 +16,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from jmslike import Session
@@ -85,7 +86,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--no-warm-up",
         dest="warm_up",
         action="store_false",
-        help="do not run each workload group once, untimed, before its first round (Runner says why it does)",
+        help="do not run each timed workload group (all but rss) once, untimed, before its first round "
+        "(Runner says why it does)",
     )
     parser.add_argument(
         "--java",
@@ -119,11 +121,12 @@ class Runner:
     """Collects rows, and runs a round of a workload group through :func:`rounds.run_round`, each measurement
     once the broker process ``broker_pid`` is idle (None: not watched).
 
-    ``warm_up``: the first time a group runs, it runs once more before, untimed. Why: the first measurement of
-    a group ran slower on ActiveMQ whichever client it was, and round 1 always starts with jmslike's. Its first
-    round against the median of its others, in the five ActiveMQ runs of 2026-11-29 at 256 B: 0.68-0.92 for
-    AUTO_ACKNOWLEDGE (raw's, run second: 0.74-1.08), 0.59-0.86 for fan-out, 0.88-0.94 for synchronous sends;
-    the broker's JIT compiling each path on first use is the likely cause (docs/performance.md)."""
+    ``warm_up``: the first time a timed group runs (every group but the RSS one, which measures each side once in
+    a child process of its own), it runs once more before, untimed (:meth:`first_time`). Why: the first
+    measurement of a group ran slower on ActiveMQ whichever client it was, and round 1 always starts with
+    jmslike's. Its first round against the median of its others, in five ActiveMQ runs of 2026-11-29 at 256 B:
+    0.68-0.92 for AUTO_ACKNOWLEDGE (raw's, run second: 0.74-1.08), 0.59-0.86 for fan-out, 0.88-0.94 for
+    synchronous sends (docs/performance.md, "A warm-up round")."""
 
     def __init__(self, broker_pid: int | None = None, warm_up: bool = False) -> None:
         self.rows: dict[tuple[str, int], Row] = {}
@@ -137,6 +140,13 @@ class Runner:
             self.rows[key] = Row(workload, size, unit, **extra)
         return self.rows[key]
 
+    def first_time(self, group: str) -> bool:
+        """Whether ``group`` is to be warmed up now: True once per group, when this run warms up at all."""
+        if not self.warm_up or group in self._warmed:
+            return False
+        self._warmed.add(group)
+        return True
+
     def round(
         self, group: str, size: int, round_no: int, measurements: list[Measurement], rows: list[Compare]
     ) -> None:
@@ -144,19 +154,29 @@ class Runner:
             cpu_text = "" if math.isnan(cpu_us) else f" ({cpu_us:.1f} µs CPU/msg)"
             _progress(f"{group} {size} B round {round_no + 1} {name}: {rate:,.1f}{cpu_text}")
 
+        def warming(name: str, rate: float, cpu_us: float) -> None:
+            _progress(f"{group} {size} B warm-up (not counted) {name}: {rate:,.1f}")
+
+        if self.first_time(group):  # reversed: the measurement round 1 starts with ran last here
+            run_round(1, measurements, [], _take_cpu, warming, self._settle(f"{group} {size} B warm-up"))
+        run_round(
+            round_no,
+            measurements,
+            rows,
+            _take_cpu,
+            progress,
+            self._settle(f"{group} {size} B round {round_no + 1}"),
+        )
+
+    def _settle(self, where: str) -> Callable[[], None]:
+        """What runs before each measurement: wait for the broker to go idle, saying so when that took long."""
+
         def settle() -> None:
             waited = wait_until_idle(self.broker_pid)
             if waited > 2.0:
-                _progress(f"{group} {size} B round {round_no + 1}: the broker was busy for {waited:.1f} s")
+                _progress(f"{where}: the broker was busy for {waited:.1f} s")
 
-        if self.warm_up and group not in self._warmed:
-            self._warmed.add(group)
-
-            def warming(name: str, rate: float, cpu_us: float) -> None:
-                _progress(f"{group} {size} B warm-up (not counted) {name}: {rate:,.1f}")
-
-            run_round(1, measurements, [], _take_cpu, warming, settle)  # reversed: round 1's first ran last
-        run_round(round_no, measurements, rows, _take_cpu, progress, settle)
+        return settle
 
 
 def _take_cpu() -> float:
@@ -342,6 +362,10 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
                 ],
             )
         if "latency" in only:
+            if runner.first_time("latency"):
+                for side in w.SIDES:
+                    w.latency(bench, size, side)
+                _progress(f"latency {size} B warm-up (not counted) done")
             p50 = runner.row(P50, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
             p99 = runner.row(P99, size, "ms", target=None, note=f"{bench.latency_rate} msg/s")
             for side in w.SIDES if r % 2 == 0 else tuple(reversed(w.SIDES)):
@@ -503,6 +527,7 @@ def main(argv: list[str] | None = None) -> int:
             "command": command,
             "quick": args.quick,
             "rounds": args.rounds,
+            "warm_up": args.warm_up,
             "sizes": args.sizes,
             "duration_s": args.duration,
             "backlog": args.backlog,

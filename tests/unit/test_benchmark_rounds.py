@@ -12,6 +12,7 @@ import pytest
 from benchmarks.proc_stat import wait_until_idle
 from benchmarks.report import Row
 from benchmarks.rounds import Compare, Measurement, run_round
+from benchmarks.workloads import Bench
 
 
 class _Clock:
@@ -101,11 +102,9 @@ def test_a_round_that_cannot_fill_its_rows_is_refused_before_anything_runs(
     assert clock.order == []
 
 
-def test_the_default_run_fills_every_row_from_the_measurements_it_names(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """benchmarks/__main__.run_size with every workload faked (each call returns a new number and notes it as its
-    CPU): a misspelt measurement name, or a row comparing the wrong two, shows here rather than in a broker run."""
+def _fake_workloads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every workload benchmarks/__main__ runs, faked: each call is listed, returns its position in the list and
+    notes it as its CPU; latency returns one sample and is listed as ``latency SIDE``."""
     import benchmarks.__main__ as main
     from benchmarks import workloads as w
 
@@ -122,16 +121,34 @@ def test_the_default_run_fills_every_row_from_the_measurements_it_names(
 
         return run
 
+    def latency(bench: object, size: int, side: str) -> list[float]:
+        calls.append(f"latency {side}")
+        return [1.0]
+
     for name in ("publish_sync", "publish_async", "publish_non_persistent", "consume", "fanout"):
         monkeypatch.setattr(main.w, name, fake(name))
     monkeypatch.setattr(main.aio, "publish", fake("aio.publish"))
     monkeypatch.setattr(main.aio, "consume_auto", fake("aio.consume_auto"))
-    monkeypatch.setattr(main.w, "latency", lambda *args: [1.0])
+    monkeypatch.setattr(main.w, "latency", latency)
     monkeypatch.setattr(main, "_progress", lambda text: None)
-    bench = w.Bench(kind="rabbitmq", host="h", port=1, user="u", password="p", url="u", duration_s=0.0,
-                    backlog=10, latency_rate=0, latency_s=0.0)  # fmt: skip
+    return calls
+
+
+def _fake_bench() -> Bench:
+    return Bench(kind="rabbitmq", host="h", port=1, user="u", password="p", url="u", duration_s=0.0,
+                 backlog=10, latency_rate=0, latency_s=0.0)  # fmt: skip
+
+
+def test_the_default_run_fills_every_row_from_the_measurements_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """benchmarks/__main__.run_size with every workload faked (each call returns a new number and notes it as its
+    CPU): a misspelt measurement name, or a row comparing the wrong two, shows here rather than in a broker run."""
+    import benchmarks.__main__ as main
+
+    calls = _fake_workloads(monkeypatch)
     runner = main.Runner()
-    main.run_size(runner, bench, 256, 2, set(main.WORKLOADS) - {"rss"})
+    main.run_size(runner, _fake_bench(), 256, 2, set(main.WORKLOADS) - {"rss"})
 
     def label(value: float) -> str:
         return calls[int(value) - 1]
@@ -160,7 +177,8 @@ def test_the_default_run_fills_every_row_from_the_measurements_it_names(
         assert [label(v) for v in row.jmslike] == [ours] * 2, workload
         assert [label(v) for v in row.raw] == [theirs] * 2, workload
         assert row.cpu_jmslike == row.jmslike and row.cpu_raw == row.raw, f"{workload}: CPU of another run"
-    assert len(calls) == len(set(calls)) * 2 == 2 * 20, "each of the 20 measurements once per round"
+    timed = [c for c in calls if not c.startswith("latency")]
+    assert len(timed) == len(set(timed)) * 2 == 2 * 20, "each of the 20 measurements once per round"
 
 
 def test_each_measurement_starts_after_the_settle_step() -> None:
@@ -215,3 +233,24 @@ def test_a_groups_first_round_follows_one_untimed_pass_and_later_rounds_do_not(
     clock.order.clear()
     cold.round("consume backlog", 256, 0, measurements, [])
     assert clock.order == ["jmslike", "raw"], "--no-warm-up: straight to round 1"
+
+
+def test_a_warmed_run_adds_one_untimed_pass_per_group_and_keeps_the_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import benchmarks.__main__ as main
+
+    calls = _fake_workloads(monkeypatch)
+    runner = main.Runner(warm_up=True)
+    for size in (256, 4096):
+        main.run_size(runner, _fake_bench(), size, 2, set(main.WORKLOADS) - {"rss"})
+    timed = [c for c in calls if not c.startswith("latency")]
+    assert len(timed) == 20 * (1 + 2 + 2), "the 20 measurements once more before the first size's rounds only"
+    assert calls.count("latency jmslike") == calls.count("latency raw") == 1 + 2 + 2
+    for row in runner.rows.values():
+        assert len(row.jmslike) == len(row.raw) == 2, row.workload
+    runs = [
+        i + 1.0 for i, c in enumerate(calls) if c == "consume jmslike 1"
+    ]  # warm-up, 2 at 256 B, 2 at 4 KB
+    assert runner.rows[(main.AUTO, 256)].jmslike == runs[1:3], "the warm-up's run is in no row"
+    assert runner.rows[(main.AUTO, 4096)].jmslike == runs[3:5]
