@@ -18,6 +18,7 @@ frame never announces a length it does not carry.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from itertools import islice
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -49,14 +50,16 @@ def encode_frame(
     """The bytes of one client frame: command line, escaped headers, blank line, body, NUL. ``template``: the
     first headers are its own, unchanged (HeaderTemplate), so their text encoded the first time is written."""
     if body and "content-length" in headers:
-        headers = {**headers, "content-length": str(len(body))}
+        length = str(len(body))
+        if headers["content-length"] != length:  # the STOMP core states it right: no copy then
+            headers = {**headers, "content-length": length}
     if template is None:
         head = _header_block(headers.items(), version)
     else:
         text = template.encoded.get(version)
         if text is None:
             text = template.encoded[version] = _header_block(template.headers.items(), version)
-        rest = list(headers.items())[len(template.headers) :]
+        rest = [*islice(headers.items(), len(template.headers), None)]
         head = text + _header_block(rest, version)
     return b"".join((f"{command}\n{head}\n".encode("utf-8", "replace"), body, _NUL))
 

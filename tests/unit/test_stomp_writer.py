@@ -89,3 +89,15 @@ def test_a_header_template_encodes_as_its_headers_do(
 def test_a_header_template_refuses_the_headers_the_core_sets_per_frame(name: str) -> None:
     with pytest.raises(ValueError, match=name):
         HeaderTemplate({"destination": "/queue/q", name: "1"})
+
+
+@pytest.mark.parametrize("stated", ["3", "99", "", "abc"])
+def test_a_content_length_given_with_a_body_always_states_its_real_length(stated: str) -> None:
+    headers = {"destination": "/queue/q", "content-length": stated}
+    template = HeaderTemplate({"destination": "/queue/q"})
+    for encoded in (
+        encode_frame("SEND", headers, b"abc", "1.2"),
+        encode_frame("SEND", headers, b"abc", "1.2", template),
+    ):
+        assert encoded == b"SEND\ndestination:/queue/q\ncontent-length:3\n\nabc\x00"
+    assert headers["content-length"] == stated, "the caller's headers are left as they were"
