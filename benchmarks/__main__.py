@@ -124,9 +124,10 @@ class Runner:
     ``warm_up``: the first time a timed group runs (every group but the RSS one, which measures each side once in
     a child process of its own), it runs once more before, untimed (:meth:`first_time`). Why: the first
     measurement of a group ran slower on ActiveMQ whichever client it was, and round 1 always starts with
-    jmslike's. Its first round against the median of its others, in five ActiveMQ runs of 2026-11-29 at 256 B:
-    0.68-0.92 for AUTO_ACKNOWLEDGE (raw's, run second: 0.74-1.08), 0.59-0.86 for fan-out, 0.88-0.94 for
-    synchronous sends (docs/performance.md, "A warm-up round")."""
+    jmslike's. Its first round against the median of its others, in the ActiveMQ runs of 2026-11-29 at 256 B:
+    0.68-0.92 for AUTO_ACKNOWLEDGE (five runs; raw's, run second: 0.74-1.11), 0.59-0.86 for fan-out (three),
+    0.79-0.94 for synchronous sends (four); the first run with the warm-up: 1.08, 1.10 and 0.85
+    (docs/performance.md, "A warm-up round")."""
 
     def __init__(self, broker_pid: int | None = None, warm_up: bool = False) -> None:
         self.rows: dict[tuple[str, int], Row] = {}
