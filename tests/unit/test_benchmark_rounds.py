@@ -6,6 +6,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,7 @@ def test_a_round_that_cannot_fill_its_rows_is_refused_before_anything_runs(
 
 def _fake_workloads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every workload benchmarks/__main__ runs, faked: each call is listed, returns its position in the list and
-    notes it as its CPU; latency returns one sample and is listed as ``latency SIDE``."""
+    notes it as its CPU; latency is listed as ``latency SIDE`` and returns its position as its one sample."""
     import benchmarks.__main__ as main
     from benchmarks import workloads as w
 
@@ -123,7 +124,7 @@ def _fake_workloads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     def latency(bench: object, size: int, side: str) -> list[float]:
         calls.append(f"latency {side}")
-        return [1.0]
+        return [float(len(calls))]  # one sample: the call's position, as the others' rates are
 
     for name in ("publish_sync", "publish_async", "publish_non_persistent", "consume", "fanout"):
         monkeypatch.setattr(main.w, name, fake(name))
@@ -249,8 +250,34 @@ def test_a_warmed_run_adds_one_untimed_pass_per_group_and_keeps_the_rows(
     assert calls.count("latency jmslike") == calls.count("latency raw") == 1 + 2 + 2
     for row in runner.rows.values():
         assert len(row.jmslike) == len(row.raw) == 2, row.workload
-    runs = [
-        i + 1.0 for i, c in enumerate(calls) if c == "consume jmslike 1"
-    ]  # warm-up, 2 at 256 B, 2 at 4 KB
+    # The warm-up's run, two rounds at 256 B, two at 4 KB: the rows hold the rounds' only.
+    runs = [i + 1.0 for i, c in enumerate(calls) if c == "consume jmslike 1"]
     assert runner.rows[(main.AUTO, 256)].jmslike == runs[1:3], "the warm-up's run is in no row"
     assert runner.rows[(main.AUTO, 4096)].jmslike == runs[3:5]
+    latency = [(i + 1.0, c) for i, c in enumerate(calls) if c.startswith("latency")]
+    assert [c for _, c in latency[:2]] == ["latency raw", "latency jmslike"], (
+        "round 1's first side warmed last"
+    )
+    assert runner.rows[(main.P50, 256)].jmslike == [latency[2][0], latency[5][0]], (
+        "rounds 1 and 2, not the warm-up"
+    )
+
+
+def test_the_java_client_is_warmed_once_before_its_first_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    import benchmarks.__main__ as main
+
+    calls: list[int] = []
+
+    def publish_sync(java: object, bench: object, size: int, **kwargs: object) -> float:
+        calls.append(size)
+        return float(len(calls))
+
+    monkeypatch.setattr(main.j, "publish_sync", publish_sync)
+    monkeypatch.setattr(main, "_progress", lambda text: None)
+    java_rows: dict[tuple[str, int], Row] = {}
+    java: Any = object()
+    for size, warm in ((256, True), (4096, False)):  # main() warms at the first size only
+        main.run_java(main.Runner(), java_rows, java, _fake_bench(), size, 2, {"publish"}, warm_up=warm)
+    assert calls == [256, 256, 256, 4096, 4096]
+    assert java_rows[(main.PUB, 256)].raw == [2.0, 3.0], "the warm-up's run (1) is in no row"
+    assert java_rows[(main.PUB, 4096)].raw == [4.0, 5.0]
