@@ -17,9 +17,10 @@ from pathlib import Path
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def stat_fields(pid: int) -> list[str] | None:
+def stat_fields(pid: int | str) -> list[str] | None:
     """The fields of ``/proc/<pid>/stat`` from the third (state) on, or None when the process is gone; field
-    ``n`` of proc(5) is at index ``n - 3`` (the name, which may hold spaces, is skipped)."""
+    ``n`` of proc(5) is at index ``n - 3`` (the name, which may hold spaces, is skipped). ``pid`` may also name a
+    thread, ``"self/task/<tid>"`` (benchmarks/threads.py)."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:

@@ -27,8 +27,7 @@ from jmslike.conformance.brokers import launch
 
 from . import launch_options
 from . import workloads as w
-
-_TICK = os.sysconf("SC_CLK_TCK")
+from .proc_stat import CLOCK_TICKS, stat_fields
 
 
 def _role(thread: threading.Thread | None) -> str:
@@ -62,16 +61,16 @@ def thread_cpu() -> dict[int, Sample]:
     by_id = {t.native_id: t for t in threading.enumerate()}
     out: dict[int, Sample] = {}
     for tid in os.listdir("/proc/self/task"):
+        fields = stat_fields(f"self/task/{tid}")
         try:
-            with open(f"/proc/self/task/{tid}/stat") as stat:
-                text = stat.read()
             with open(f"/proc/self/task/{tid}/status") as status:
                 switches = sum(int(line.split()[1]) for line in status if "ctxt_switches" in line)
         except FileNotFoundError:  # ended meanwhile
             continue
-        fields = text[text.rindex(")") + 2 :].split()
+        if fields is None:
+            continue
         role = _role(by_id.get(int(tid)))
-        out[int(tid)] = Sample(role, int(fields[11]) / _TICK, int(fields[12]) / _TICK, switches)
+        out[int(tid)] = Sample(role, int(fields[11]) / CLOCK_TICKS, int(fields[12]) / CLOCK_TICKS, switches)
     return out
 
 
