@@ -533,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
             "duration_s": args.duration,
             "backlog": args.backlog,
             "rss_backlog": args.rss_backlog,
+            "send_window": w.WINDOW,
             "elapsed_s": round(elapsed, 1),
             "python": platform.python_version(),
             "cpus": os.cpu_count(),

@@ -9,7 +9,7 @@ nothing else's. The peer speaks STOMP 1.1 as ActiveMQ does (``activemq://`` URLs
 
 Cases run in alternating order each round; the table gives the median µs per message and the ratio to raw
 stomp.py doing the same work (same-work raw: synchronous receipted sends for PERSISTENT, receipts pipelined
-in a window of 256 for NON_PERSISTENT; for PERSISTENT sends with a JMS 2.0 CompletionListener the same, each
+in jmslike's default send window for NON_PERSISTENT; for PERSISTENT sends with a JMS 2.0 CompletionListener the same, each
 completion run on a thread of its own as JMS has it) and to raw fire-and-forget, and how many full garbage collections the
 timed section ran per 100,000 messages (what a client holds per send in flight drives them). Issue #20's target is jmslike ≤ raw
 same-work CPU in both APIs; #21's NON_PERSISTENT target is at least 0.8 of raw fire-and-forget's rate.

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jmslike import ConnectionFactory, DeliveryMode, Session
+from jmslike.config import ConnectionConfig
 from jmslike.exceptions import JMSException
 from jmslike.messages import Message
 
@@ -29,6 +30,9 @@ from .raw import RawClient
 SIDES = ("jmslike", "raw")
 CLIENT_ACK_BATCH = 100  # CLIENT_ACKNOWLEDGE: acknowledge() after this many messages
 WARMUP = 20
+#: The raw side's window of receipts pipelined: jmslike's default send window (``send_window``), so both do the
+#: same work (its byte bound, ``send_window_bytes``, is no tighter for the sizes benchmarked).
+WINDOW: int = ConnectionConfig.send_window
 _names = itertools.count(1)
 
 
@@ -178,13 +182,13 @@ def publish_async(
     bench: Bench,
     size: int,
     side: str,
-    window: int = 256,
+    window: int = WINDOW,
     callback_thread: bool = False,
     mark: Callable[[str], None] | None = None,
 ) -> float:
     """Asynchronous persistent sends for ``duration_s``, then wait for the last completion; msg/s.
 
-    jmslike: JMS 2.0 completion listener (bounded by its ``send_window``, default 256). raw: the same
+    jmslike: JMS 2.0 completion listener (bounded by its ``send_window``, :data:`WINDOW`). raw: the same
     frames with receipts pipelined in a window of the same size, which tells how much of the result is
     the broker's own ceiling (the issue compares jmslike's asynchronous sends with raw synchronous ones;
     the runner reports both). ``callback_thread``: the raw side runs its completion callback on a thread
@@ -226,14 +230,14 @@ def publish_non_persistent(bench: Bench, size: int, side: str, drain: bool = Tru
     last one (jmslike: ``producer.close()``, which waits for the window to drain); msg/s.
 
     jmslike does not wait for each receipt (issue #21). ``raw`` does the same work: a receipt per send,
-    pipelined in a window of 256. ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
+    pipelined in a window of :data:`WINDOW`. ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
     one receipted frame at the end to know the broker has everything. The queue is emptied afterwards,
     untimed: ActiveMQ keeps NON_PERSISTENT messages in memory and blocks every producer once it is full
     (``drain=False``: not, for a peer that keeps nothing; benchmarks/null_peer.py)."""
     body = payload(size)
     queue_name = bench.name("nonpers")
     if side == "raw":
-        rate, sent = _raw_pipelined(bench, body, 256, persistent=False, queue_name=queue_name)
+        rate, sent = _raw_pipelined(bench, body, WINDOW, persistent=False, queue_name=queue_name)
     elif side == "raw-ff":
         rate, sent = _raw_fire_and_forget(bench, body, queue_name)
     else:
