@@ -31,8 +31,8 @@ async def _send(session: AioSession, producer: MessageProducer, body: bytes) -> 
 
 def publish(bench: Bench, size: int, persistent: bool, drain: bool = True) -> float:
     """PERSISTENT: each send awaits its receipt, for ``duration_s``. NON_PERSISTENT: unwaited sends, timed until
-    ``producer.close()`` returns (the broker confirmed the last). msg/s. ``drain=False``: leave what was sent
-    (a peer that keeps nothing; benchmarks/null_peer.py)."""
+    ``producer.close()`` returns (the broker confirmed the last). msg/s. The queue is emptied afterwards, untimed
+    (``drain=False``: not, for a peer that keeps nothing; benchmarks/null_peer.py)."""
     body = payload(size)
     queue_name = bench.name("aio-pub")
 
@@ -57,8 +57,8 @@ def publish(bench: Bench, size: int, persistent: bool, drain: bool = True) -> fl
             await connection.close()
 
     rate, sent = asyncio.run(run())
-    if drain and not persistent:
-        discard(bench, queue_name, sent)  # untimed: ActiveMQ keeps NON_PERSISTENT messages in memory
+    if drain:
+        discard(bench, queue_name, sent)  # untimed (workloads.discard says why)
     return rate
 
 

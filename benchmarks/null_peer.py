@@ -37,7 +37,10 @@ SIZE = 256  # bytes per message unless --size says otherwise
 
 #: case name → what it runs (in the child process) and the raw case it is compared with.
 CASES: dict[str, tuple[Callable[[w.Bench, int], float], str]] = {
-    "raw PERSISTENT sync": (lambda b, size: w.publish_sync(b, size, "raw"), "raw PERSISTENT sync"),
+    "raw PERSISTENT sync": (
+        lambda b, size: w.publish_sync(b, size, "raw", drain=False),
+        "raw PERSISTENT sync",
+    ),
     "raw NON_PERSISTENT, receipts pipelined": (
         lambda b, size: w.publish_non_persistent(b, size, "raw", drain=False),
         "raw NON_PERSISTENT, receipts pipelined",
@@ -47,16 +50,19 @@ CASES: dict[str, tuple[Callable[[w.Bench, int], float], str]] = {
         "raw NON_PERSISTENT, fire-and-forget",
     ),
     "raw PERSISTENT, receipts pipelined": (
-        lambda b, size: w.publish_async(b, size, "raw"),
+        lambda b, size: w.publish_async(b, size, "raw", drain=False),
         "raw PERSISTENT, receipts pipelined",
     ),
     "raw PERSISTENT, receipts pipelined, callback thread": (
-        lambda b, size: w.publish_async(b, size, "raw", callback_thread=True),
+        lambda b, size: w.publish_async(b, size, "raw", callback_thread=True, drain=False),
         "raw PERSISTENT, receipts pipelined, callback thread",
     ),
-    "jmslike PERSISTENT sync": (lambda b, size: w.publish_sync(b, size, "jmslike"), "raw PERSISTENT sync"),
+    "jmslike PERSISTENT sync": (
+        lambda b, size: w.publish_sync(b, size, "jmslike", drain=False),
+        "raw PERSISTENT sync",
+    ),
     "jmslike PERSISTENT, completion listener": (
-        lambda b, size: w.publish_async(b, size, "jmslike"),
+        lambda b, size: w.publish_async(b, size, "jmslike", drain=False),
         "raw PERSISTENT, receipts pipelined, callback thread",
     ),
     "jmslike NON_PERSISTENT": (

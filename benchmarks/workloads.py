@@ -30,9 +30,19 @@ from .raw import RawClient
 SIDES = ("jmslike", "raw")
 CLIENT_ACK_BATCH = 100  # CLIENT_ACKNOWLEDGE: acknowledge() after this many messages
 WARMUP = 20
-#: The raw side's window of receipts pipelined: jmslike's default send window (``send_window``), so both do the
-#: same work (its byte bound, ``send_window_bytes``, is no tighter for the sizes benchmarked).
+#: jmslike's default send window, in sends and in body bytes: what the raw side's window of receipts pipelined
+#: follows (:func:`window`).
 WINDOW: int = ConnectionConfig.send_window
+WINDOW_BYTES: int = ConnectionConfig.send_window_bytes
+
+
+def window(size: int) -> int:
+    """How many receipts the raw side pipelines for bodies of ``size`` bytes: as many sends as jmslike's default
+    window lets be in flight, counted in sends (``send_window``) and in bytes (``send_window_bytes``), so both sides
+    do the same work at any size."""
+    return max(1, min(WINDOW, WINDOW_BYTES // max(1, size)))
+
+
 _names = itertools.count(1)
 
 
@@ -113,10 +123,19 @@ def sent_ns(body: bytes) -> int:
 # -- publish --------------------------------------------------------------------------------------------
 
 
-def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True) -> float:
-    """Synchronous sends (each waits for its receipt) for ``duration_s``; returns msg/s."""
+def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True, drain: bool = True) -> float:
+    """Synchronous sends (each waits for its receipt) for ``duration_s``; returns msg/s. The queue is emptied
+    afterwards, untimed (:func:`discard`; ``drain=False``: not, for a peer that keeps nothing)."""
     queue_name = bench.name("pub")
-    body = payload(size)
+    rate, sent = _publish_sync(bench, payload(size), side, persistent, queue_name)
+    if drain:
+        discard(bench, queue_name, sent)
+    return rate
+
+
+def _publish_sync(
+    bench: Bench, body: bytes, side: str, persistent: bool, queue_name: str
+) -> tuple[float, int]:
     if side == "raw":
         client = bench.raw()
         dest = f"/queue/{queue_name}"
@@ -128,7 +147,7 @@ def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True) ->
             while time.perf_counter() < deadline:
                 client.send_sync(dest, body, persistent)
                 count += 1
-            return clock.rate(count)
+            return clock.rate(count), WARMUP + count
         finally:
             client.close()
     with bench.factory().createConnection(bench.user, bench.password) as connection:
@@ -148,7 +167,7 @@ def publish_sync(bench: Bench, size: int, side: str, persistent: bool = True) ->
         while time.perf_counter() < deadline:
             send()
             count += 1
-        return clock.rate(count)
+        return clock.rate(count), WARMUP + count
 
 
 class _Completions:
@@ -182,14 +201,15 @@ def publish_async(
     bench: Bench,
     size: int,
     side: str,
-    window: int = WINDOW,
     callback_thread: bool = False,
     mark: Callable[[str], None] | None = None,
+    drain: bool = True,
 ) -> float:
-    """Asynchronous persistent sends for ``duration_s``, then wait for the last completion; msg/s.
+    """Asynchronous persistent sends for ``duration_s``, then wait for the last completion; msg/s. The queue is
+    emptied afterwards, untimed, as :func:`publish_sync`'s.
 
-    jmslike: JMS 2.0 completion listener (bounded by its ``send_window``, :data:`WINDOW`). raw: the same
-    frames with receipts pipelined in a window of the same size, which tells how much of the result is
+    jmslike: JMS 2.0 completion listener (bounded by its default send window). raw: the same
+    frames with receipts pipelined in a window of the same size (:func:`window`), which tells how much of the result is
     the broker's own ceiling (the issue compares jmslike's asynchronous sends with raw synchronous ones;
     the runner reports both). ``callback_thread``: the raw side runs its completion callback on a thread
     of its own, fed in receipt order by a queue, as JMS 2.0 §7.3.8 has a CompletionListener run (neither on
@@ -197,11 +217,24 @@ def publish_async(
     ``mark`` is told "start" after the warm-up and "end" after the last completion (benchmarks.threads samples
     per-thread CPU with it)."""
     body = payload(size)
+    queue_name = bench.name("async")
     if side == "raw":
-        return _raw_pipelined(bench, body, window, callback_thread=callback_thread, mark=mark)[0]
+        rate, sent = _raw_pipelined(
+            bench, body, window(size), queue_name=queue_name, callback_thread=callback_thread, mark=mark
+        )
+    else:
+        rate, sent = _jmslike_async(bench, body, queue_name, mark)
+    if drain:
+        discard(bench, queue_name, sent)
+    return rate
+
+
+def _jmslike_async(
+    bench: Bench, body: bytes, queue_name: str, mark: Callable[[str], None] | None
+) -> tuple[float, int]:
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
-        producer = session.createProducer(session.createQueue(bench.name("async")))
+        producer = session.createProducer(session.createQueue(queue_name))
         listener = _Completions()
 
         def send() -> None:
@@ -222,7 +255,7 @@ def publish_async(
         listener.wait_for(WARMUP + count)
         if mark is not None:
             mark("end")
-        return clock.rate(count)
+        return clock.rate(count), WARMUP + count
 
 
 def publish_non_persistent(bench: Bench, size: int, side: str, drain: bool = True) -> float:
@@ -230,14 +263,14 @@ def publish_non_persistent(bench: Bench, size: int, side: str, drain: bool = Tru
     last one (jmslike: ``producer.close()``, which waits for the window to drain); msg/s.
 
     jmslike does not wait for each receipt (issue #21). ``raw`` does the same work: a receipt per send,
-    pipelined in a window of :data:`WINDOW`. ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
+    pipelined in jmslike's default window (:func:`window`). ``raw-ff`` is raw stomp.py as people usually write it: no receipts,
     one receipted frame at the end to know the broker has everything. The queue is emptied afterwards,
     untimed: ActiveMQ keeps NON_PERSISTENT messages in memory and blocks every producer once it is full
     (``drain=False``: not, for a peer that keeps nothing; benchmarks/null_peer.py)."""
     body = payload(size)
     queue_name = bench.name("nonpers")
     if side == "raw":
-        rate, sent = _raw_pipelined(bench, body, WINDOW, persistent=False, queue_name=queue_name)
+        rate, sent = _raw_pipelined(bench, body, window(size), persistent=False, queue_name=queue_name)
     elif side == "raw-ff":
         rate, sent = _raw_fire_and_forget(bench, body, queue_name)
     else:
@@ -292,7 +325,10 @@ def _raw_fire_and_forget(bench: Bench, body: bytes, queue_name: str) -> tuple[fl
 
 
 def discard(bench: Bench, queue_name: str, count: int) -> None:
-    """Set-up: take ``count`` messages off a queue (``ack:auto``), so a measurement leaves no backlog."""
+    """Set-up: take ``count`` messages off a queue (``ack:auto``), so a measurement leaves no backlog. Every publish
+    workload does this, untimed: when only NON_PERSISTENT ones did, ActiveMQ 5.17 (2 GB heap) ran out of heap in the
+    last round of a default run (2026-11-29, OutOfMemoryError: every client's rate fell to an eighth of the first
+    round's, then the broker died), holding every earlier round's PERSISTENT publishes."""
     client = bench.raw()
     try:
         client.subscribe(f"/queue/{queue_name}", "discard", ack="auto")

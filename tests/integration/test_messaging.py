@@ -24,6 +24,7 @@ from jmslike import (
     StreamMessage,
     TextMessage,
 )
+from jmslike.config import ConnectionConfig
 
 RECEIVE_MS = 5000
 
@@ -419,23 +420,24 @@ def test_async_send_completion_listener(connection: Connection, unique_name: str
     producer = session.createProducer(queue)
     completed: list[str] = []
     all_done = threading.Event()
+    total = ConnectionConfig.send_window + 100  # past the default window: sends wait for places too
 
     class Listener:
         def onCompletion(self, message: object) -> None:
             completed.append(threading.current_thread().name)
-            if len(completed) == 300:
+            if len(completed) == total:
                 all_done.set()
 
         def onException(self, message: object, exception: Exception) -> None:
             raise AssertionError(f"send failed: {exception}")
 
-    for i in range(300):
+    for i in range(total):
         producer.send(session.createTextMessage(str(i)), completionListener=Listener())
     assert all_done.wait(20)
     assert all(name.startswith("jmslike-session") for name in completed)
     consumer = session.createConsumer(queue)
-    texts = [consumer.receive(RECEIVE_MS).getText() for _ in range(300)]  # type: ignore[union-attr]
-    assert texts == [str(i) for i in range(300)]
+    texts = [consumer.receive(RECEIVE_MS).getText() for _ in range(total)]  # type: ignore[union-attr]
+    assert texts == [str(i) for i in range(total)]
 
 
 def test_session_close_right_after_asynchronous_sends_runs_every_completion_callback(
