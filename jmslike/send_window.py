@@ -69,9 +69,10 @@ class CompletionOrder(Generic[T]):
 
 
 #: How long a sender that found the send window full waits for a quarter of it to come free before it takes any
-#: place that has (:class:`SendPlaces`). RabbitMQ answers 64 streaming 4 KB sends (a quarter of the 256-send window
-#: this was tuned with) in about 3 ms; from a slower broker, or with the default window of 1024, the sender still goes
-#: on with dozens of places per wake-up, and a trickle of answers keeps sends going at the broker's pace.
+#: place that has (:class:`SendPlaces`). It was tuned with a window of 256, a quarter of which RabbitMQ answers in about
+#: 3 ms of streaming 4 KB sends. With the default window of 1024 a quarter takes longer than this on both brokers, so
+#: it is this wait that decides: a full window's sender goes on every 5 ms with the places answered meanwhile, and a
+#: trickle of answers keeps sends going at the broker's pace.
 REFILL_WAIT_S: Final = 0.005
 
 
