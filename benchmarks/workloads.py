@@ -2,7 +2,8 @@
 
 Every function measures one side once and returns a number (msg/s, or latencies in ms); the runner in
 ``__main__`` alternates the sides over several rounds so that a slow moment of the (shared) machine hits
-both. Each measurement uses fresh destinations, so no round inherits another's backlog or subscriptions.
+both. Each measurement uses fresh destinations, so no round inherits another's backlog or subscriptions, and a
+publish workload empties its queue afterwards (:func:`discard`), so the broker does not hold every round's messages.
 Set-up that is not what a workload measures (filling a backlog, creating subscriptions) is done with
 raw stomp.py and kept out of the timed section.
 """
@@ -201,6 +202,7 @@ def publish_async(
     bench: Bench,
     size: int,
     side: str,
+    *,
     callback_thread: bool = False,
     mark: Callable[[str], None] | None = None,
     drain: bool = True,
@@ -220,7 +222,7 @@ def publish_async(
     queue_name = bench.name("async")
     if side == "raw":
         rate, sent = _raw_pipelined(
-            bench, body, window(size), queue_name=queue_name, callback_thread=callback_thread, mark=mark
+            bench, body, window(size), queue_name, callback_thread=callback_thread, mark=mark
         )
     else:
         rate, sent = _jmslike_async(bench, body, queue_name, mark)
@@ -270,7 +272,7 @@ def publish_non_persistent(bench: Bench, size: int, side: str, drain: bool = Tru
     body = payload(size)
     queue_name = bench.name("nonpers")
     if side == "raw":
-        rate, sent = _raw_pipelined(bench, body, window(size), persistent=False, queue_name=queue_name)
+        rate, sent = _raw_pipelined(bench, body, window(size), queue_name, persistent=False)
     elif side == "raw-ff":
         rate, sent = _raw_fire_and_forget(bench, body, queue_name)
     else:
@@ -341,17 +343,17 @@ def discard(bench: Bench, queue_name: str, count: int) -> None:
 def _raw_pipelined(
     bench: Bench,
     body: bytes,
-    window: int,
+    in_flight: int,
+    queue_name: str,
     persistent: bool = True,
-    queue_name: str | None = None,
     callback_thread: bool = False,
     mark: Callable[[str], None] | None = None,
 ) -> tuple[float, int]:
-    """Receipted sends in a window of ``window``; (msg/s, messages sent). ``callback_thread``: the completion
-    is counted on a thread of its own, handed over by a queue (publish_async says why)."""
+    """Receipted sends, at most ``in_flight`` awaiting their receipt; (msg/s, messages sent). ``callback_thread``:
+    the completion is counted on a thread of its own, handed over by a queue (publish_async says why)."""
     client = bench.raw()
-    dest = f"/queue/{queue_name or bench.name('async')}"
-    slots = threading.BoundedSemaphore(window)
+    dest = f"/queue/{queue_name}"
+    slots = threading.BoundedSemaphore(in_flight)
     listener = _Completions()
     handoff: queue.SimpleQueue[bool] | None = None
     if callback_thread:

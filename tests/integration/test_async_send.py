@@ -52,9 +52,8 @@ def test_non_persistent_send_returns_before_its_receipt_and_close_waits_for_it(
 def test_connection_close_returns_once_the_broker_has_every_unwaited_send(
     via_proxy: Callable[..., Connection], connect: Any, unique_name: str
 ) -> None:
-    connection = via_proxy(
-        send_window=64
-    )  # 300 sends fill it several times: close() also waits out full windows
+    # 300 sends through a window of 64: sends wait for places, and close() waits for the last window.
+    connection = via_proxy(send_window=64)
     session, producer = _non_persistent(connection, unique_name)
     for number in range(300):
         producer.send(session.createTextMessage(f"m{number}"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import workloads as w
-from jmslike.config import ConnectionConfig, parse_url
+from jmslike.config import parse_url
 from jmslike.send_window import SendPlaces
 
 
@@ -23,7 +23,3 @@ def _places_taken(size: int) -> int:
 @pytest.mark.parametrize("size", [1, 256, 1024, 4096, 4097, 16_384, 5 * 1024 * 1024])
 def test_raw_window_is_what_jmslike_default_window_admits(size: int) -> None:
     assert w.window(size) == _places_taken(size)
-
-
-def test_window_follows_the_configured_defaults() -> None:
-    assert (ConnectionConfig.send_window, ConnectionConfig.send_window_bytes) == (w.WINDOW, w.WINDOW_BYTES)
