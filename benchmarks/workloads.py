@@ -329,8 +329,8 @@ def _raw_fire_and_forget(bench: Bench, body: bytes, queue_name: str) -> tuple[fl
 def discard(bench: Bench, queue_name: str, count: int) -> None:
     """Set-up: take ``count`` messages off a queue (``ack:auto``), so a measurement leaves no backlog. Every publish
     workload does this, untimed: when only NON_PERSISTENT ones did, ActiveMQ 5.17 (2 GB heap) ran out of heap in the
-    last round of a default run (2026-11-29, OutOfMemoryError: every client's rate fell to an eighth of the first
-    round's, then the broker died), holding every earlier round's PERSISTENT publishes."""
+    last round of a default run (2026-11-29, OutOfMemoryError: every client's rate fell to about a tenth of the
+    first round's, then the broker died), holding every earlier round's PERSISTENT publishes."""
     client = bench.raw()
     try:
         client.subscribe(f"/queue/{queue_name}", "discard", ack="auto")

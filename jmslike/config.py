@@ -64,8 +64,8 @@ class ConnectionConfig:
     #: Bytes of message bodies the connection's consumers may hold undelivered before its wire stops
     #: reading (jmslike.flow); 0 = no byte bound, only ``prefetch``.
     buffer_bytes: int = 64 * 1024 * 1024
-    #: 1024 sends and 4 MiB: with 256 and 1 MiB a producer streaming asynchronous sends found the window full most of
-    #: the time and paid a wait per burst (docs/performance.md, "A send window of 1024").
+    #: 1024 sends and 4 MiB: with 256 and 1 MiB a producer streaming asynchronous sends waited for the window every
+    #: few dozen sends, and paid for each wait (docs/performance.md, "A send window of 1024").
     send_window: int = 1024
     send_window_bytes: int = 4 * 1024 * 1024
     force_sync_send: bool = False
