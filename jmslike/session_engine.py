@@ -108,7 +108,6 @@ class SessionEngine:
         self._lazy_acks: LazyAcks[MessageConsumer] = LazyAcks()  # DUPS_OK on a cumulative subscription
         config = connection.config
         self._window = SendWindow(
-            self._cond,
             self._lock,
             config.send_window,
             config.send_window_bytes,
@@ -757,11 +756,15 @@ class SessionEngine:
 
     def release_send_slot(self, size: int, then: Callable[[], None] | None = None, ticket: int = -1) -> None:
         """Receiver thread: an asynchronous send is settled; ``then`` (its completion callback, with its
-        ``ticket``) is queued in the same pass under the lock, with one wake-up for both, and none when neither
-        lets a waiter go on (SendPlaces.release: a full window's sender waits for a quarter of it): this runs once
-        per send."""
+        ``ticket``) is queued in the same pass under the lock. Whom it wakes: a sender waiting for a place only
+        when the release lets it go on (SendPlaces.release: a full window's sender waits for a quarter of it), on
+        the window's own condition; the dispatch thread, or close() and commit() waiting for every send, on the
+        session's, only when a callback was queued or the last send settled. This runs once per send."""
         with self._lock:
-            wake = self._window.release(size)
+            wake = False
+            if self._window.release(size):
+                self._window.wake_senders()
+                wake = not self._window.busy  # close(), commit() wait on _cond for every send settled
             if then is not None and self._queue_completions(ticket, then):
                 wake = True
             if wake:

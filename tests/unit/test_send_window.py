@@ -16,20 +16,20 @@ from jmslike.exceptions import JMSException
 from jmslike.send_window import REFILL_WAIT_S, CompletionOrder, SendPlaces, SendWindow
 
 
-def window(count: int, byte_limit: int, timeout_s: float = 5.0) -> tuple[SendWindow, threading.Condition]:
+def window(count: int, byte_limit: int, timeout_s: float = 5.0) -> tuple[SendWindow, threading.RLock]:
     lock = threading.RLock()
-    cond = threading.Condition(lock)
-    return SendWindow(cond, lock, count, byte_limit, timeout_s), cond
+    return SendWindow(lock, count, byte_limit, timeout_s), lock
 
 
-def release(win: SendWindow, cond: threading.Condition, size: int) -> None:
-    with cond:
-        win.release(size)
-        cond.notify_all()
+def release(win: SendWindow, lock: threading.RLock, size: int) -> None:
+    """As the session gives a place back: the senders are woken when the release says they may go on."""
+    with lock:
+        if win.release(size):
+            win.wake_senders()
 
 
 def test_the_count_bounds_the_window_and_a_release_makes_room() -> None:
-    win, cond = window(2, 0)
+    win, lock = window(2, 0)
     win.acquire(10)
     win.acquire(10)
     got = threading.Event()
@@ -41,16 +41,16 @@ def test_the_count_bounds_the_window_and_a_release_makes_room() -> None:
     thread = threading.Thread(target=third)
     thread.start()
     assert not got.wait(0.2)  # full: the third send waits
-    release(win, cond, 10)
+    release(win, lock, 10)
     assert got.wait(5)
     thread.join()
     assert win.busy
 
 
 def test_the_bytes_bound_the_window_but_a_big_message_goes_alone() -> None:
-    win, cond = window(100, 1000)
+    win, lock = window(100, 1000)
     win.acquire(5000)  # bigger than the whole byte window: alone, never refused for its size
-    release(win, cond, 5000)
+    release(win, lock, 5000)
     assert not win.busy
     win.acquire(600)
     win.acquire(400)  # exactly the byte limit
@@ -167,8 +167,7 @@ def test_a_waiting_sender_goes_on_with_one_place_free_after_the_refill_wait_not_
         yield
 
     lock = threading.RLock()
-    cond = threading.Condition(lock)
-    win = SendWindow(cond, lock, 8, 0, 30.0, awaiting)
+    win = SendWindow(lock, 8, 0, 30.0, awaiting)
     for _ in range(8):
         win.acquire(1)
     got = threading.Event()
@@ -181,7 +180,7 @@ def test_a_waiting_sender_goes_on_with_one_place_free_after_the_refill_wait_not_
     thread = threading.Thread(target=ninth)
     thread.start()
     assert waiting.wait(10)
-    release(win, cond, 1)
+    release(win, lock, 1)
     assert got.wait(10), "a sender waited for a refill that a trickle never brings"
     thread.join()
     assert time.monotonic() - began >= REFILL_WAIT_S
