@@ -605,16 +605,23 @@ class SessionEngine:
             self._start_dispatcher()
             self._cond.notify_all()
 
-    def _next_work(self) -> Callable[[], None] | tuple[MessageConsumer, Pending, Any] | None:
-        """Under ``_cond``: a task, or a listener delivery when started (marked current: a listener
-        closing its own consumer must find the session owing this message); None when closed."""
+    def _next_work(self) -> list[Callable[[], None]] | tuple[MessageConsumer, Pending, Any] | None:
+        """Under ``_cond``: every task queued, in order, or a listener delivery when started (marked current: a
+        listener closing its own consumer must find the session owing this message); None when closed.
+
+        The tasks are taken together and run one after another (:meth:`_dispatch_loop`): the passes under the
+        lock, and the wake-up of whoever waits for the thread to be idle, are paid once per batch, not once per
+        completion callback (receipts come in bursts: ActiveMQ's 256 B CompletionListener sends queued about seven
+        per wake-up of this thread)."""
         while True:
             if self._closed and not self._tasks:
                 return None
             if self._tasks:
                 self._busy = True
                 self._in_callback = True
-                return self._tasks.popleft()
+                tasks = list(self._tasks)
+                self._tasks.clear()
+                return tasks
             if self._connection.started and self._connection.failure is None and not self._stopping:
                 listening = [c for c in self._consumers if c.listener is not None and c.inbox]
                 if listening:
@@ -632,7 +639,8 @@ class SessionEngine:
 
     def _dispatch_loop(self) -> None:
         """One thread per session runs its listeners and completion callbacks, one at a time. Two passes
-        under ``_cond`` per delivery (take it, then settle it): each is paid on every message.
+        under ``_cond`` per delivery (take it, then settle it), paid on every message; per batch of completion
+        callbacks (:meth:`_next_work`).
 
         A callback's BaseException (``sys.exit()`` in a listener) is reported like any other failure: outside
         the main thread it ends no process, and escaping here it ended the session's thread, leaving every later
@@ -643,12 +651,12 @@ class SessionEngine:
                 if work is None:
                     return
             try:
-                if callable(work):
-                    work()
+                if isinstance(work, list):
+                    self._run_tasks(work)
                 else:
                     self._deliver_to_listener(*work)
             except BaseException as exc:
-                self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
+                self._connection.report(as_jms_exception(exc))
             finally:
                 with self._lock:
                     self._current = None
@@ -660,6 +668,14 @@ class SessionEngine:
                 if settled:
                     self._detach_settled(settled)
 
+    def _run_tasks(self, tasks: list[Callable[[], None]]) -> None:
+        """Run ``tasks`` in order; one that raises is reported and the next still runs."""
+        for task in tasks:
+            try:
+                task()
+            except BaseException as exc:  # as in _dispatch_loop
+                self._connection.report(as_jms_exception(exc))
+
     def _detach_settled(self, settled: list[MessageConsumer]) -> None:
         """Detach consumers closed by (or during) the delivery that just ended, still marked busy: stop()
         and close() return only after their subscriptions are released, and an unsubscribe that follows
@@ -669,7 +685,7 @@ class SessionEngine:
                 try:
                     self._detach(consumer)
                 except Exception as exc:
-                    self._connection.report(exc if isinstance(exc, JMSException) else as_jms_exception(exc))
+                    self._connection.report(as_jms_exception(exc))
         finally:
             with self._lock:
                 self._busy = False
@@ -789,14 +805,11 @@ class SessionEngine:
         with self._lock:
             while True:
                 while mine and self._tasks:
-                    task = self._tasks.popleft()
+                    tasks = list(self._tasks)
+                    self._tasks.clear()
                     self._cond.release()
                     try:
-                        task()
-                    except BaseException as exc:  # as in _dispatch_loop
-                        self._connection.report(
-                            exc if isinstance(exc, JMSException) else as_jms_exception(exc)
-                        )
+                        self._run_tasks(tasks)
                     finally:
                         self._cond.acquire()
                 pending = self._window.busy or self._tasks or (self._in_callback and not mine)
