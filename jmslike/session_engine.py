@@ -807,11 +807,15 @@ class SessionEngine:
                 while mine and self._tasks:
                     tasks = list(self._tasks)
                     self._tasks.clear()
+                    # They are CompletionListeners here too: one may not commit, roll back or close this session
+                    # (§7.3.8), or it would end the listener's transaction from inside the listener's commit.
+                    was_in_callback, self._in_callback = self._in_callback, True
                     self._cond.release()
                     try:
                         self._run_tasks(tasks)
                     finally:
                         self._cond.acquire()
+                        self._in_callback = was_in_callback
                 pending = self._window.busy or self._tasks or (self._in_callback and not mine)
                 remaining = deadline - time.monotonic()
                 if not pending:

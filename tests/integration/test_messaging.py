@@ -544,6 +544,59 @@ def test_a_callback_cannot_close_commit_or_roll_back_its_own_session(
     listening.close()
 
 
+def test_a_callback_run_by_its_listeners_commit_cannot_commit_or_roll_back_either(
+    connection: Connection, unique_name: str
+) -> None:
+    """A MessageListener that sends asynchronously and commits runs the completion callbacks inside its commit (they
+    would otherwise wait behind it); they are CompletionListeners there too (JMS 2.0 §7.3.8), so a commit or rollback
+    of their own session is refused, not nested inside the listener's commit."""
+    import threading
+
+    from jmslike import IllegalStateException
+
+    session = connection.createSession(True, Session.SESSION_TRANSACTED)
+    inbound = session.createQueue(unique_name)
+    outbound = session.createQueue(unique_name + ".out")
+    producer = session.createProducer(outbound)
+    refused: list[str] = []
+    problems: list[BaseException] = []
+    done = threading.Event()
+
+    class Completion:
+        def onCompletion(self, message: object) -> None:
+            for name, call in (("commit", session.commit), ("rollback", session.rollback)):
+                try:
+                    call()
+                except IllegalStateException:
+                    refused.append(name)
+
+        def onException(self, message: object, exception: Exception) -> None:
+            problems.append(exception)
+
+    def on_message(message: object) -> None:
+        try:
+            producer.send(session.createTextMessage("reply"), completionListener=Completion())
+            session.commit()
+        except BaseException as exc:
+            problems.append(exc)
+        done.set()
+
+    session.createConsumer(inbound).setMessageListener(on_message)
+    other = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
+    other.createProducer(inbound).send(other.createTextMessage("request"))
+    assert done.wait(RECEIVE_MS / 1000), "the request never reached the listener"
+    assert not problems, problems
+    assert refused == ["commit", "rollback"]
+    session.close()
+    replies = other.createConsumer(outbound)
+    reply = replies.receive(RECEIVE_MS)
+    assert isinstance(reply, TextMessage) and reply.getText() == "reply", (
+        "the listener's committed send is missing"
+    )
+    assert replies.receive(500) is None, "the reply came twice"
+    assert other.createConsumer(inbound).receive(500) is None, "the consumed request was not committed"
+
+
 def test_receive_on_a_stopped_connection_says_why_once(
     connect: Callable[..., Connection], unique_name: str, caplog: pytest.LogCaptureFixture
 ) -> None:
