@@ -4,9 +4,9 @@ A producer must not run ahead of the broker without bound (JMS 2.0 asynchronous 
 NON_PERSISTENT sends): a send takes a place before its frame is written and gives it back when its receipt
 (or its error, or the loss of the connection) settles it. The window bounds both the count
 (``send_window``) and the bytes of message bodies (``send_window_bytes``, 0 = no byte bound); a message
-bigger than the byte window goes alone, so it is never refused for its size. Pure state under the
-session's condition (the session also waits on it for the window to empty), so it is unit-tested without
-a broker.
+bigger than the byte window goes alone, so it is never refused for its size. The counting
+(:class:`SendPlaces`) is pure state; :class:`SendWindow` adds the threaded sender's wait, on a condition of its
+own over the session's lock. Both are unit-tested without a broker.
 """
 
 from __future__ import annotations
@@ -181,7 +181,7 @@ class SendWindow(SendPlaces):
         super().__init__(count_limit, byte_limit, timeout_s)
         self._cond = threading.Condition(lock)
         self._lock = lock
-        self._waiting = 0  # senders waiting for a place: no wake-up is owed to nobody
+        self._waiting = 0  # senders waiting for a place: no waiter, no wake-up
         #: Around each wait for a place: tells the wire someone waits for its receipts (Wire.awaiting_answers).
         self._awaiting = awaiting
 

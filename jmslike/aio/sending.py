@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from jmslike.aio import loop_turns
+from jmslike.aio.wakeup import Wakeup, event_within
 from jmslike.constants import DeliveryMode
 from jmslike.contract import AsyncPendingReceipt, AsyncWire, Frame, OutgoingMessage
 from jmslike.exceptions import ConnectionLostException, JMSException
@@ -47,6 +48,10 @@ class Sender:
         self.places = SendPlaces(
             config.send_window, config.send_window_bytes, config.receipt_timeout_ms / 1000
         )
+        # A sender waiting for a place waits for this alone: on the session's wake-up every completion callback
+        # queued and every delivery woke it to find the window still full (jmslike.send_window.SendWindow).
+        self._freed = Wakeup()
+        self._waiting = 0  # senders waiting for a place: no waiter, no wake-up
 
     async def send(
         self,
@@ -166,8 +171,7 @@ class Sender:
         settled = _Unwaited(self, producer, listener, message, size, ticket)
 
         def unsent() -> None:
-            self.places.release(size)
-            engine.wake()
+            self._release(size)
 
         # No await from taking the place to handing the frame over while the transport takes it at once: a
         # cancelled caller cannot split them, so no task is needed (a task per send cost ~half the send's CPU).
@@ -197,8 +201,7 @@ class Sender:
         goes to its CompletionListener (in send order), or a refusal to the producer and the ExceptionListener,
         and a loss is counted (at-most-once allows it, not silence)."""
         engine = self._engine
-        if self.places.release(size):
-            engine.wake()
+        self._release(size)
         if listener is not None:
             assert message is not None
             engine.complete(ticket, completion(listener, message, error))
@@ -267,7 +270,20 @@ class Sender:
                 return
             if not pause_s:
                 raise self.places.stalled()
-            await self._engine.changed_within(pause_s)
+            self._waiting += 1
+            try:
+                await event_within(self._freed.event, pause_s)
+            finally:
+                self._waiting -= 1
+
+    def _release(self, size: int) -> None:
+        """A send's place comes free: wake the senders waiting for one when it lets them go on
+        (SendPlaces.release), and the session's waiters when it was the last (close, commit)."""
+        if self.places.release(size):
+            if self._waiting:
+                self._freed.wake()
+            if not self.places.busy:
+                self._engine.wake()
 
 
 class _Unwaited:

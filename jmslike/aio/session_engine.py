@@ -37,6 +37,7 @@ from jmslike.aio import listener_scope
 from jmslike.aio.consumer import MessageConsumer, nothing_to_acknowledge
 from jmslike.aio.producer import MessageProducer
 from jmslike.aio.sending import Sender, completion
+from jmslike.aio.wakeup import Wakeup, event_within
 from jmslike.catalogue import optional_registry
 from jmslike.constants import AcknowledgeMode
 from jmslike.consumer import build_message
@@ -146,7 +147,7 @@ class SessionEngine:
         self._closed = False
         self._stopping = False
         self._sender = Sender(self)  # the sends, and the send window they share
-        self._changed = asyncio.Event()
+        self._changed = Wakeup()  # a message, start, close, loss, the last send settled: jmslike.aio.wakeup
         self._dispatcher: asyncio.Task[None] | None = None
         self._current: tuple[MessageConsumer, Pending] | None = None  # the listener's delivery, while it runs
         self._recover_current = False
@@ -255,8 +256,7 @@ class SessionEngine:
 
     def wake(self) -> None:
         """Wake every coroutine of this session waiting for a change (a message, start, close, loss)."""
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+        self._changed.wake()
 
     def enqueue(self, consumer: MessageConsumer, incoming: IncomingMessage) -> None:
         """From the wire's reader (on the loop): hand over and wake; a closed consumer's message goes back to
@@ -279,14 +279,14 @@ class SessionEngine:
             connection = self._connection
             if connection.started.is_set() and connection.ready.is_set() and consumer.inbox:
                 return consumer.inbox.take()
-            changed = self._changed
+            changed = self._changed.event
             if deadline is None:
                 await changed.wait()
                 continue
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return None
-            if not await _changed_within(changed, remaining):
+            if not await event_within(changed, remaining):
                 return None
 
     async def receive_for(
@@ -636,7 +636,7 @@ class SessionEngine:
 
     async def changed_within(self, timeout_s: float) -> bool:
         """Wait for the session's next wake-up at most ``timeout_s``; False when the time ran out."""
-        return await _changed_within(self._changed, timeout_s)
+        return await event_within(self._changed.event, timeout_s)
 
     async def commit(self) -> None:
         """Commit; TransactionRolledBackException only when nothing was committed for certain, a JMSException
@@ -833,7 +833,7 @@ class SessionEngine:
         self._taking_open = True  # sends from now on wait for the next transaction: this wait ends
         try:
             while self._in_hand:
-                await self._changed.wait()
+                await self._changed.event.wait()
         except BaseException:
             self._taking_open = False
             raise
@@ -911,9 +911,9 @@ class SessionEngine:
                 (places and self._sender.places.busy) or self._tasks or running
             ):  # places=False: callbacks only
                 return True
-            changed = self._changed
+            changed = self._changed.event
             remaining = deadline - loop.time()
-            if remaining <= 0 or not await _changed_within(changed, remaining):
+            if remaining <= 0 or not await event_within(changed, remaining):
                 log.warning("asynchronous sends of a session still unsettled after the receipt timeout")
                 return False
 
@@ -1001,7 +1001,7 @@ class SessionEngine:
 
     async def _dispatch_loop(self) -> None:
         while not self._closed:
-            changed = self._changed
+            changed = self._changed.event
             if self._tasks:
                 self._dispatching = True
                 try:
@@ -1083,7 +1083,7 @@ class SessionEngine:
         if self._for_listener():
             return
         while self._dispatching:
-            await self._changed.wait()
+            await self._changed.event.wait()
 
     def delivering_to(self, consumer: MessageConsumer) -> bool:
         """Whether this session's listener is running on a message of ``consumer`` now."""
@@ -1263,17 +1263,6 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
             action()
 
     return call
-
-
-async def _changed_within(changed: asyncio.Event, timeout_s: float) -> bool:
-    """Wait for ``changed`` at most ``timeout_s``; False when the time ran out. (``asyncio.timeout``, not
-    ``wait_for``, which makes a task per wait: this is on the send window's hot path.)"""
-    try:
-        async with asyncio.timeout(timeout_s):
-            await changed.wait()
-    except TimeoutError:
-        return False
-    return True
 
 
 def _retrieved(task: asyncio.Future[None]) -> None:
