@@ -905,7 +905,7 @@ class SessionEngine:
             # Asked again each time: a listener's commit that runs on after the listener returned leaves the
             # callbacks to the dispatch task, which would otherwise start the next listener beside them.
             while mine and self._tasks and self._for_listener():
-                await self._run_next_callback(for_listener=True)
+                await self._run_callbacks(for_listener=True)
             running = self._callback_running and not self._in_callback()  # elsewhere: wait for it
             if not (
                 (places and self._sender.places.busy) or self._tasks or running
@@ -933,35 +933,48 @@ class SessionEngine:
             log.warning("a send settled after its session was closed; its completion callback is not run")
             return
         self._tasks.append(task)
-        self.ensure_dispatcher()
+        if not self._dispatching:  # else the dispatch task looks at the queue before it waits again
+            self.ensure_dispatcher()
 
-    async def _run_next_callback(self, for_listener: bool = False) -> None:
-        """Run the oldest queued completion callback, if any (one at a time: ``_callback_lock``);
-        ``for_listener``: only while the caller still acts for a running listener (it may have returned while
-        this waited for the lock)."""
+    async def _run_callbacks(self, for_listener: bool = False) -> None:
+        """Run the queued completion callbacks, oldest first, until none is left (one at a time:
+        ``_callback_lock``); ``for_listener``: only while the caller still acts for a running listener (it may have
+        returned while this waited for the lock, or while a callback ran). Those queued together run under one
+        acquisition of the lock, in one callback scope, with one wake-up after the last: per callback, these were
+        most of the dispatch's cost (receipts come in bursts)."""
         async with self._callback_lock:
-            if not self._tasks or (for_listener and not self._for_listener()):
+            # Looked at before the callbacks' own scope is entered, and through the listener's scope after (inside,
+            # the caller acts for a callback: _for_listener() is False there).
+            listener = listener_scope.of(self) if for_listener else None
+            if not self._tasks or (for_listener and not _runs_listener(listener)):
                 return
-            task = self._tasks.popleft()
             self._callback_running = True
             scope, token = listener_scope.enter(self, callback=True)
             try:
-                result = task()
-                if inspect.isawaitable(result):
-                    await result
-            except asyncio.CancelledError:
-                running = asyncio.current_task()
-                if running is not None and running.cancelling():
-                    raise  # the caller's task is what is cancelled (the session closing, a cancelled commit)
-                # Something the callback awaited was cancelled: the callback failed, as a listener does
-                # (_dispatch_one); raised on, it would end the dispatch task and strand every listener.
-                self._connection.report(JMSException("a CompletionListener was cancelled"))
-            except Exception as exc:  # the application's callback: reported, never raised into jmslike
-                self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
+                while self._tasks and not (for_listener and not _runs_listener(listener)):
+                    await self._run_callback(self._tasks.popleft())
             finally:
                 listener_scope.leave(scope, token)
                 self._callback_running = False
                 self.wake()
+
+    async def _run_callback(self, task: Callable[[], Awaitable[None] | None]) -> None:
+        """One completion callback: what it raises is reported, never raised into jmslike."""
+        try:
+            result = task()
+            if result is not None and inspect.isawaitable(
+                result
+            ):  # None: a plain function (ABC checks are dear)
+                await result
+        except asyncio.CancelledError:
+            running = asyncio.current_task()
+            if running is not None and running.cancelling():
+                raise  # the caller's task is what is cancelled (the session closing, a cancelled commit)
+            # Something the callback awaited was cancelled: the callback failed, as a listener does
+            # (_dispatch_one); raised on, it would end the dispatch task and strand every listener.
+            self._connection.report(JMSException("a CompletionListener was cancelled"))
+        except Exception as exc:  # the application's callback: reported, never raised into jmslike
+            self._connection.report(as_jms_exception(exc, "a CompletionListener raised"))
 
     def refuse_in_callback(self, action: str) -> None:
         """JMS 2.0 §7.3.8: a CompletionListener may not close, commit or roll back its own session (that would
@@ -1005,7 +1018,7 @@ class SessionEngine:
             if self._tasks:
                 self._dispatching = True
                 try:
-                    await self._run_next_callback()
+                    await self._run_callbacks()
                 finally:
                     self._dispatching = False
                 continue
@@ -1263,6 +1276,11 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
             action()
 
     return call
+
+
+def _runs_listener(scope: listener_scope.Scope | None) -> bool:
+    """Whether ``scope`` (the one a caller acted in) is a MessageListener's that has not returned yet."""
+    return scope is not None and scope.active and not scope.callback
 
 
 def _retrieved(task: asyncio.Future[None]) -> None:
