@@ -57,6 +57,7 @@ DUPS = "consume backlog, DUPS_OK (raw: ack:auto)"
 FANOUT = "fan-out 1→10 durable (deliveries)"
 FANOUT_THREADED = "fan-out 1→10 durable (raw: listener thread)"
 PUB_AIO = "publish PERSISTENT, sync (asyncio API)"
+ASYNC_AIO = "publish PERSISTENT, async (asyncio API; raw: pipelined, callback thread)"
 NONPERS_AIO = "publish NON_PERSISTENT (asyncio API; raw: receipts pipelined)"
 AUTO_AIO = "consume backlog, AUTO_ACK (asyncio API)"
 P50 = "latency p50"
@@ -201,6 +202,7 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
                     m("raw sync", lambda: w.publish_sync(bench, size, "raw")),
                     m("jmslike async", lambda: w.publish_async(bench, size, "jmslike")),
                     m("jmslike.aio sync", lambda: aio.publish(bench, size, persistent=True)),
+                    m("jmslike.aio async", lambda: aio.publish_async(bench, size)),
                     m("raw pipelined", lambda: w.publish_async(bench, size, "raw")),
                     m(
                         "raw pipelined, callback thread",
@@ -237,6 +239,11 @@ def run_size(runner: Runner, bench: w.Bench, size: int, rounds: int, only: set[s
                             "runs its callbacks",
                         ),
                         "jmslike async",
+                        "raw pipelined, callback thread",
+                    ),
+                    Compare(
+                        row_for(ASYNC_AIO, size, target=SAME_WORK_TARGET, note="jmslike.aio; raw as above"),
+                        "jmslike.aio async",
                         "raw pipelined, callback thread",
                     ),
                 ],

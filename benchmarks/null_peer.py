@@ -83,6 +83,10 @@ CASES: dict[str, tuple[Callable[[w.Bench, int], float], str]] = {
         lambda b, size: aio.publish(b, size, False, drain=False),
         "raw NON_PERSISTENT, receipts pipelined",
     ),
+    "jmslike.aio PERSISTENT, completion listener": (
+        lambda b, size: aio.publish_async(b, size, drain=False),
+        "raw PERSISTENT, receipts pipelined, callback thread",
+    ),
 }
 FIRE_AND_FORGET = "raw NON_PERSISTENT, fire-and-forget"
 

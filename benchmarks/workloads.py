@@ -171,7 +171,7 @@ def _publish_sync(
         return clock.rate(count), WARMUP + count
 
 
-class _Completions:
+class Completions:
     """A JMS 2.0 CompletionListener that counts, and lets the benchmark wait for the last one."""
 
     def __init__(self) -> None:
@@ -237,7 +237,7 @@ def _jmslike_async(
     with bench.factory().createConnection(bench.user, bench.password) as connection:
         session = connection.createSession(False, Session.AUTO_ACKNOWLEDGE)
         producer = session.createProducer(session.createQueue(queue_name))
-        listener = _Completions()
+        listener = Completions()
 
         def send() -> None:
             message = session.createBytesMessage()
@@ -354,7 +354,7 @@ def _raw_pipelined(
     client = bench.raw()
     dest = f"/queue/{queue_name}"
     slots = threading.BoundedSemaphore(in_flight)
-    listener = _Completions()
+    listener = Completions()
     handoff: queue.SimpleQueue[bool] | None = None
     if callback_thread:
         handoff = queue.SimpleQueue()

@@ -129,6 +129,7 @@ def _fake_workloads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     for name in ("publish_sync", "publish_async", "publish_non_persistent", "consume", "fanout"):
         monkeypatch.setattr(main.w, name, fake(name))
     monkeypatch.setattr(main.aio, "publish", fake("aio.publish"))
+    monkeypatch.setattr(main.aio, "publish_async", fake("aio.publish_async"))
     monkeypatch.setattr(main.aio, "consume_auto", fake("aio.consume_auto"))
     monkeypatch.setattr(main.w, "latency", latency)
     monkeypatch.setattr(main, "_progress", lambda text: None)
@@ -160,6 +161,7 @@ def test_the_default_run_fills_every_row_from_the_measurements_it_names(
         main.PUB_AIO: ("aio.publish persistent=True", "publish_sync raw"),
         main.ASYNC_RAW: ("publish_async jmslike", "publish_async raw"),
         main.ASYNC_THREADED: ("publish_async jmslike", "publish_async raw callback_thread=True"),
+        main.ASYNC_AIO: ("aio.publish_async", "publish_async raw callback_thread=True"),
         main.NONPERS: ("publish_non_persistent jmslike", "publish_non_persistent raw"),
         main.NONPERS_AIO: ("aio.publish persistent=False", "publish_non_persistent raw"),
         main.NONPERS_FF: ("publish_non_persistent jmslike", "publish_non_persistent raw-ff"),
@@ -179,7 +181,7 @@ def test_the_default_run_fills_every_row_from_the_measurements_it_names(
         assert [label(v) for v in row.raw] == [theirs] * 2, workload
         assert row.cpu_jmslike == row.jmslike and row.cpu_raw == row.raw, f"{workload}: CPU of another run"
     timed = [c for c in calls if not c.startswith("latency")]
-    assert len(timed) == len(set(timed)) * 2 == 2 * 20, "each of the 20 measurements once per round"
+    assert len(timed) == len(set(timed)) * 2 == 2 * 21, "each of the 21 measurements once per round"
 
 
 def test_each_measurement_starts_after_the_settle_step() -> None:
@@ -246,7 +248,7 @@ def test_a_warmed_run_adds_one_untimed_pass_per_group_and_keeps_the_rows(
     for size in (256, 4096):
         main.run_size(runner, _fake_bench(), size, 2, set(main.WORKLOADS) - {"rss"})
     timed = [c for c in calls if not c.startswith("latency")]
-    assert len(timed) == 20 * (1 + 2 + 2), "the 20 measurements once more before the first size's rounds only"
+    assert len(timed) == 21 * (1 + 2 + 2), "the 21 measurements once more before the first size's rounds only"
     assert calls.count("latency jmslike") == calls.count("latency raw") == 1 + 2 + 2
     for row in runner.rows.values():
         assert len(row.jmslike) == len(row.raw) == 2, row.workload
