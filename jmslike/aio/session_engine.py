@@ -933,30 +933,42 @@ class SessionEngine:
             log.warning("a send settled after its session was closed; its completion callback is not run")
             return
         self._tasks.append(task)
-        if not self._dispatching:  # else the dispatch task looks at the queue before it waits again
+        if (
+            not self._callback_running
+        ):  # else a batch under way takes it (_run_callbacks), or wakes the session after
             self.ensure_dispatcher()
 
     async def _run_callbacks(self, for_listener: bool = False) -> None:
-        """Run the queued completion callbacks, oldest first, until none is left (one at a time:
-        ``_callback_lock``); ``for_listener``: only while the caller still acts for a running listener (it may have
-        returned while this waited for the lock, or while a callback ran). Those queued together run under one
-        acquisition of the lock, in one callback scope, with one wake-up after the last: per callback, these were
-        most of the dispatch's cost (receipts come in bursts)."""
+        """Run the queued completion callbacks, oldest first, while :meth:`_may_run_callback` (one at a time:
+        ``_callback_lock``). Those queued together run under one acquisition of the lock with one wake-up after the
+        last, rather than one each (receipts come in bursts); each still runs in a callback scope of its own, which
+        ends when it returns (listener_scope: a task it started acts for it only until then)."""
         async with self._callback_lock:
-            # Looked at before the callbacks' own scope is entered, and through the listener's scope after (inside,
-            # the caller acts for a callback: _for_listener() is False there).
-            listener = listener_scope.of(self) if for_listener else None
-            if not self._tasks or (for_listener and not _runs_listener(listener)):
+            if not self._may_run_callback(for_listener):
                 return
             self._callback_running = True
-            scope, token = listener_scope.enter(self, callback=True)
             try:
-                while self._tasks and not (for_listener and not _runs_listener(listener)):
-                    await self._run_callback(self._tasks.popleft())
+                while self._may_run_callback(for_listener):
+                    scope, token = listener_scope.enter(self, callback=True)
+                    try:
+                        await self._run_callback(self._tasks.popleft())
+                    finally:
+                        listener_scope.leave(scope, token)
             finally:
-                listener_scope.leave(scope, token)
                 self._callback_running = False
                 self.wake()
+
+    def _may_run_callback(self, for_listener: bool) -> bool:
+        """A queued callback may run now: the session is not closed (none runs after close returns), the caller's task
+        is not being cancelled (a callback may have swallowed the cancel that ends the dispatch), and, when
+        ``for_listener`` (a listener's commit), the caller still acts for the running listener (it may have returned
+        while this waited for the lock, or while a callback ran)."""
+        if not self._tasks or self._closed:
+            return False
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            return False
+        return not for_listener or self._for_listener()
 
     async def _run_callback(self, task: Callable[[], Awaitable[None] | None]) -> None:
         """One completion callback: what it raises is reported, never raised into jmslike."""
@@ -1276,11 +1288,6 @@ def _once(action: Callable[[], None]) -> Callable[[], None]:
             action()
 
     return call
-
-
-def _runs_listener(scope: listener_scope.Scope | None) -> bool:
-    """Whether ``scope`` (the one a caller acted in) is a MessageListener's that has not returned yet."""
-    return scope is not None and scope.active and not scope.callback
 
 
 def _retrieved(task: asyncio.Future[None]) -> None:
