@@ -85,6 +85,7 @@ class _AioCompletions(Completions):
 
     async def wait_until(self, count: int) -> None:
         self.target = count
+        self.reached = asyncio.Event()  # the warm-up's target set the last one
         if self.done < count and self.failed is None:
             await asyncio.wait_for(self.reached.wait(), 60)
         if self.failed is not None:
