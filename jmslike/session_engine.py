@@ -611,8 +611,8 @@ class SessionEngine:
 
         The tasks are taken together and run one after another (:meth:`_dispatch_loop`): the passes under the
         lock, and the wake-up of whoever waits for the thread to be idle, are paid once per batch, not once per
-        completion callback (receipts come in bursts: ActiveMQ's 256 B CompletionListener sends queued about seven
-        per wake-up of this thread)."""
+        completion callback (receipts come in bursts: ActiveMQ's 256 B CompletionListener sends ran about five per
+        batch; docs/performance.md)."""
         while True:
             if self._closed and not self._tasks:
                 return None
