@@ -3,8 +3,8 @@
 A session's coroutines wait for "something changed" (a message came, the connection started, a send was
 answered) and then look at the state again. An :class:`asyncio.Event` that is set and cleared would lose a
 change made between a waiter's look and its wait; instead each change sets the current event and puts a fresh
-one in its place, and a waiter takes the current event *before* it looks (:attr:`Wakeup.event`), so a change
-after its look has set the very event it waits on.
+one in its place, and a waiter takes the current event with no ``await`` between its look and the take
+(:attr:`Wakeup.event`), so a change after its look has set the very event it waits on.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ class Wakeup:
     __slots__ = ("event",)
 
     def __init__(self) -> None:
-        #: Take it before looking at the state, then wait on it (module docstring).
+        #: Take it with no await since looking at the state, then wait on it (module docstring).
         self.event = asyncio.Event()
 
     def wake(self) -> None:
