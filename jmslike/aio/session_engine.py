@@ -933,9 +933,8 @@ class SessionEngine:
             log.warning("a send settled after its session was closed; its completion callback is not run")
             return
         self._tasks.append(task)
-        if (
-            not self._callback_running
-        ):  # else a batch under way takes it (_run_callbacks), or wakes the session after
+        # While a batch runs (_run_callbacks) it takes this one too, or wakes the session when it stops.
+        if not self._callback_running:
             self.ensure_dispatcher()
 
     async def _run_callbacks(self, for_listener: bool = False) -> None:
@@ -974,9 +973,8 @@ class SessionEngine:
         """One completion callback: what it raises is reported, never raised into jmslike."""
         try:
             result = task()
-            if result is not None and inspect.isawaitable(
-                result
-            ):  # None: a plain function (ABC checks are dear)
+            # None, from a plain function, skips isawaitable's ABC check (dear, once per send).
+            if result is not None and inspect.isawaitable(result):
                 await result
         except asyncio.CancelledError:
             running = asyncio.current_task()
