@@ -34,6 +34,7 @@ import contextvars
 import logging
 import ssl
 from collections.abc import Callable, Mapping
+from typing import cast
 
 from jmslike.adapters.stomp_core import (
     Connected,
@@ -346,11 +347,12 @@ class AsyncStompConnection(asyncio.Protocol):
     # -- asyncio's calls (asyncio.Protocol) ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A stream transport, though not necessarily an asyncio.Transport subclass: uvloop's (the loop uvicorn runs
+        # when it is installed) provide the same methods without deriving from asyncio's classes.
+        stream = self._transport = cast(asyncio.Transport, transport)
         # Nothing is read before CONNECT is written (connect() resumes): a broker refusing the connection as it
         # accepts it (an ERROR, or a close) then answers CONNECT, and the refusal keeps its words.
-        transport.pause_reading()
+        stream.pause_reading()
 
     def pause_writing(self) -> None:
         self._write_paused = True
