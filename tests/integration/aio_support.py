@@ -1,12 +1,38 @@
-"""What the jmslike.aio integration tests share: one bounded event loop per test, and a connection."""
+"""What the jmslike.aio integration tests share: one bounded event loop per test, a connection, and the event
+loops a test of the asyncio driver runs on."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol, TypeVar
+
+import pytest
 
 from jmslike.aio import Connection, ConnectionFactory
+
+T = TypeVar("T")
+
+EVENT_LOOPS = ["asyncio", "uvloop"]
+
+
+class LoopRunner(Protocol):
+    """``asyncio.run`` or ``uvloop.run``: ``main`` to completion on a fresh event loop, its result returned."""
+
+    def __call__(self, main: Coroutine[Any, Any, T], /) -> T: ...
+
+
+def loop_runner(name: str) -> LoopRunner:
+    """The runner of the event loop ``name`` (one of EVENT_LOOPS); skips, saying why, when uvloop is not installed.
+    uvloop is what uvicorn (FastAPI) runs when it is there, and its transports (TLS included) are its own code,
+    not asyncio's: the driver's socket handling is tested on both."""
+    if name == "uvloop":
+        uvloop = pytest.importorskip(
+            "uvloop", reason="uvloop is not installed (pip install uvloop; the test extra has it)"
+        )
+        runner: LoopRunner = uvloop.run
+        return runner
+    return asyncio.run
 
 
 def run(body: Callable[[], Awaitable[None]], deadline_s: float = 60.0) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from aio_support import EVENT_LOOPS, LoopRunner, loop_runner
 
 from jmslike import Connection, ConnectionFactory
 from jmslike.conformance.proxy import FaultProxy
@@ -23,6 +24,12 @@ def url(broker: Any) -> str:
     _skip_without_adapter(broker.kind)
     management = getattr(broker, "management_url", None)
     return str(broker.url) + (f"?management_url={management}" if management else "")
+
+
+@pytest.fixture(params=EVENT_LOOPS)
+def run_loop(request: pytest.FixtureRequest) -> LoopRunner:
+    """A test taking this runs once on asyncio's event loop and once on uvloop's (aio_support.loop_runner)."""
+    return loop_runner(request.param)
 
 
 @pytest.fixture

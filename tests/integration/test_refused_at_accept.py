@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from aio_support import LoopRunner
 
 import jmslike
 import jmslike.aio
@@ -90,7 +91,9 @@ def test_threaded_connection_refused_at_accept_keeps_the_brokers_words(
     assert_outcome(peer, raised.value)
 
 
-def test_aio_connection_refused_at_accept_keeps_the_brokers_words(peer: RefusingPeer) -> None:
+def test_aio_connection_refused_at_accept_keeps_the_brokers_words(
+    peer: RefusingPeer, run_loop: LoopRunner
+) -> None:
     async def attempt() -> BaseException:
         loop = asyncio.get_running_loop()
         opened = loop.create_connection
@@ -110,4 +113,4 @@ def test_aio_connection_refused_at_accept_keeps_the_brokers_words(peer: Refusing
             return exc
         raise AssertionError("the connection was not refused")
 
-    assert_outcome(peer, asyncio.run(attempt()))
+    assert_outcome(peer, run_loop(attempt()))

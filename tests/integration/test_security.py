@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aio_support import LoopRunner
 from expectations import expected
 
 from jmslike import (
@@ -277,9 +278,10 @@ def test_bad_credentials_are_a_security_exception(
 
 
 def test_the_asyncio_api_over_tls_round_trips_and_refuses_bad_credentials(
-    secured: BrokerHandle, certificates: tuple[TLSMaterial, TLSMaterial]
+    secured: BrokerHandle, certificates: tuple[TLSMaterial, TLSMaterial], run_loop: LoopRunner
 ) -> None:
-    """jmslike.aio on the same TLS and login rules (adapters/async_wire.py shares the threaded wire's)."""
+    """jmslike.aio on the same TLS and login rules (adapters/async_wire.py shares the threaded wire's), on asyncio's
+    event loop and on uvloop's (whose TLS is its own code)."""
     url = _url(secured, ssl_ca_file=str(certificates[0].ca_file))
 
     async def body() -> None:
@@ -302,7 +304,7 @@ def test_the_asyncio_api_over_tls_round_trips_and_refuses_bad_credentials(
                 _url(secured, ssl_ca_file=str(certificates[1].ca_file))
             ).createConnection(secured.user, secured.password)
 
-    asyncio.run(asyncio.wait_for(body(), 60))
+    run_loop(asyncio.wait_for(body(), 60))
 
 
 def test_a_closed_tls_connection_never_reads_the_next_connection(
