@@ -38,6 +38,7 @@ from typing import cast
 
 from jmslike.adapters.stomp_core import (
     Connected,
+    ConnectRefused,
     Event,
     ProtocolViolation,
     Receipt,
@@ -97,6 +98,7 @@ class AsyncStompConnection(asyncio.Protocol):
         self._batch = SendBatch()  # coalesced frames, written at the end of the loop's turn
         self._flush_scheduled = False
         self._ended = False
+        self._refused_in_words = False  # the connection ended on the broker's ERROR answering CONNECT
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
 
@@ -140,6 +142,11 @@ class AsyncStompConnection(asyncio.Protocol):
                 bound_socket_in_time(sock, self._write_timeout_s)
         log.debug("CONNECT to %s:%s, virtual host %r (login and passcode not shown)", host, port, vhost)
         if self._ended:  # closed before create_connection's caller ran again
+            if self._refused_in_words:
+                # uvloop reads as soon as the connection is made (it starts reading after connection_made, whatever
+                # that paused): a broker refusing the connection as it accepts it has been heard already, and its
+                # words went out as a ConnectRefused, the answer, as after CONNECT on asyncio's loop.
+                return
             raise SocketClosed("the connection closed while it opened")
         self._put(transport, data)
         if transport.is_closing() and not self._ended and self._context is None:
@@ -351,7 +358,8 @@ class AsyncStompConnection(asyncio.Protocol):
         # when it is installed) provide the same methods without deriving from asyncio's classes.
         stream = self._transport = cast(asyncio.Transport, transport)
         # Nothing is read before CONNECT is written (connect() resumes): a broker refusing the connection as it
-        # accepts it (an ERROR, or a close) then answers CONNECT, and the refusal keeps its words.
+        # accepts it (an ERROR, or a close) then answers CONNECT, and the refusal keeps its words. (On asyncio's
+        # loop; uvloop starts reading after this returns: connect() says what then.)
         stream.pause_reading()
 
     def pause_writing(self) -> None:
@@ -374,6 +382,7 @@ class AsyncStompConnection(asyncio.Protocol):
                 return
         self._dispatch(events)
         if protocol.state == "closed":  # DISCONNECT answered, CONNECT refused (the event says so), or EOF
+            self._refused_in_words = any(isinstance(e, ConnectRefused) and not e.silent for e in events)
             self._end(None)
             return
         negotiated = protocol.send_every_s or protocol.expect_every_s
