@@ -34,7 +34,7 @@ import contextvars
 import logging
 import ssl
 from collections.abc import Callable, Mapping
-from typing import cast
+from typing import Final, cast
 
 from jmslike.adapters.stomp_core import (
     Connected,
@@ -61,11 +61,19 @@ from jmslike.contract import Frame
 
 log = logging.getLogger(__name__)
 
+#: The most one read takes: asyncio's own (``max_size``) for a plain protocol. A backlog of 4 KB messages drained
+#: 64 KiB at a time cost more turns of the loop (ActiveMQ, 20,000 messages: 19.5 against 21.4 thousand a second).
+READ_BYTES: Final = 256 * 1024
 
-class AsyncStompConnection(asyncio.Protocol):
+
+class AsyncStompConnection(asyncio.BufferedProtocol):
     """One STOMP connection on an asyncio loop: ``await connect()``, then ``await send()`` from any coroutine
     of that loop. Single use: a new connection for every attempt. It is its transport's protocol too
-    (``connection_made`` ... ``connection_lost``: asyncio calls those)."""
+    (``connection_made`` ... ``connection_lost``: asyncio calls those).
+
+    A buffered protocol: the loop reads into one buffer the connection keeps. Given a plain protocol, asyncio
+    allocates 256 KiB for every read and shrinks it to what came, which glibc does with an mmap, an mremap and
+    an munmap per read (strace of CompletionListener sends to ActiveMQ, where a read carries a few receipts)."""
 
     def __init__(
         self,
@@ -99,6 +107,7 @@ class AsyncStompConnection(asyncio.Protocol):
         self._flush_scheduled = False
         self._ended = False
         self._refused_in_words = False  # the connection ended on the broker's ERROR answering CONNECT
+        self._read_buffer = memoryview(bytearray(READ_BYTES))
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
 
@@ -154,7 +163,7 @@ class AsyncStompConnection(asyncio.Protocol):
             # words are still in the socket's buffer, which asyncio no longer reads.
             refusal = unread_refusal(sock.fileno()) if sock is not None else b""
             if refusal:
-                self.data_received(refusal)
+                self._received(refusal)
         transport.resume_reading()  # CONNECT is written: what the broker says now answers it
         try:
             await self._drain(self._connect_timeout_s)
@@ -351,7 +360,7 @@ class AsyncStompConnection(asyncio.Protocol):
             if not waiter.done():
                 waiter.set_result(None)
 
-    # -- asyncio's calls (asyncio.Protocol) ----------------------------------------------------------------
+    # -- asyncio's calls (asyncio.BufferedProtocol) ----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport, though not necessarily an asyncio.Transport subclass: uvloop's (the loop uvicorn runs
@@ -369,7 +378,13 @@ class AsyncStompConnection(asyncio.Protocol):
         self._write_paused = False
         self._wake_drain_waiters()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._read_buffer
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._received(self._read_buffer[:nbytes])
+
+    def _received(self, data: bytes | memoryview) -> None:
         """A read: its events, in order, to ``on_event``; then stop reading if the consumers hold enough."""
         if self._ended:
             return
@@ -393,7 +408,7 @@ class AsyncStompConnection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         """The broker closed its side: the end of the stream (closing ours too)."""
-        self.data_received(b"")
+        self._received(b"")
         self._end(None)
         return False
 

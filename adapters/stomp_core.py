@@ -271,8 +271,9 @@ class StompProtocol:
 
     # -- input ---------------------------------------------------------------------------------------------
 
-    def receive_data(self, data: bytes, now: float) -> list[Event]:
-        """Events for the bytes just read. ``b""`` is the end of the stream (the peer closed)."""
+    def receive_data(self, data: bytes | memoryview, now: float) -> list[Event]:
+        """Events for the bytes just read. ``b""`` is the end of the stream (the peer closed). ``data`` is copied
+        before this returns, never kept: it may be a view of a driver's read buffer."""
         if self.state == "closed":
             return []
         if not data:

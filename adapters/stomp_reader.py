@@ -135,7 +135,7 @@ class FrameDecoder:
         """Bytes held for an incomplete frame (bounded by ``max_frame_bytes`` plus one read)."""
         return len(self._buffer)
 
-    def feed(self, data: bytes) -> list[DecodedFrame]:
+    def feed(self, data: bytes | memoryview) -> list[DecodedFrame]:
         if self._failed is not None:
             raise self._failed
         self._buffer += data
