@@ -49,10 +49,10 @@ _BRIDGED = (
 
 class _Loop:
     """One event loop in a daemon thread for every bridged object of the process (a restart scenario's
-    connections live from its setup phase to its verify phase)."""
+    connections live from its setup phase to its verify phase): asyncio's, or uvloop's for ``--api aio-uvloop``."""
 
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+    def __init__(self, api: str) -> None:
+        self.loop = _new_event_loop(api)
         self.thread = threading.Thread(target=self.loop.run_forever, name="conformance-aio-loop", daemon=True)
         self.thread.start()
 
@@ -72,21 +72,31 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-_loop: _Loop | None = None
+def _new_event_loop(api: str) -> asyncio.AbstractEventLoop:
+    if api == "aio-uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            raise RuntimeError("--api aio-uvloop needs uvloop: pip install uvloop") from None
+        return uvloop.new_event_loop()
+    return asyncio.new_event_loop()
+
+
+_loops: dict[str, _Loop] = {}
 _loop_lock = threading.Lock()
 
 
-def _the_loop() -> _Loop:
-    global _loop
+def _the_loop(api: str) -> _Loop:
     with _loop_lock:
-        if _loop is None:
-            _loop = _Loop()
-        return _loop
+        if api not in _loops:
+            _loops[api] = _Loop(api)
+        return _loops[api]
 
 
-def factory(url: str) -> Bridged:
-    """A bridged ``jmslike.aio.ConnectionFactory`` (its constructor's refusals are raised here)."""
-    loop = _the_loop()
+def factory(url: str, api: str = "aio") -> Bridged:
+    """A bridged ``jmslike.aio.ConnectionFactory`` (its constructor's refusals are raised here), on the event loop
+    ``api`` names ("aio": asyncio's, "aio-uvloop": uvloop's)."""
+    loop = _the_loop(api)
 
     async def make() -> aio.ConnectionFactory:
         return aio.ConnectionFactory(url)

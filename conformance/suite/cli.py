@@ -9,6 +9,7 @@ unsupported and skipped brokers are not failures). This module prints; the libra
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import logging
 import random
 import sys
@@ -77,7 +78,8 @@ def parser(prog: str = "python -m jmslike.conformance") -> argparse.ArgumentPars
         default="threaded",
         choices=APIS,
         help="the jmslike API the scenarios drive: threaded (default), or aio (jmslike.aio through a blocking "
-        "bridge; what it lacks yet is reported unsupported)",
+        "bridge; what it lacks yet is reported unsupported), or aio-uvloop (the same on uvloop's event loop, "
+        "which needs uvloop installed)",
     )
     p.add_argument("--list", action="store_true", help="list the selected scenarios and exit")
     p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -149,6 +151,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         return 2
     if args.report is None:
         print("error: --report DIR is required (or use --list)", file=sys.stderr)
+        return 2
+    if args.api == "aio-uvloop" and importlib.util.find_spec("uvloop") is None:
+        print("error: --api aio-uvloop needs uvloop (pip install uvloop)", file=sys.stderr)
         return 2
     stale = stale_entries({s.info.id for s in load_all()} | {SOAK_ID})
     if stale:

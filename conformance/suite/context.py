@@ -33,9 +33,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Phase = Literal["run", "setup", "verify"]
-#: Which of jmslike's APIs the scenarios drive: the threaded one, or jmslike.aio through the blocking bridge.
-Api = Literal["threaded", "aio"]
-APIS: tuple[Api, ...] = ("threaded", "aio")
+#: Which of jmslike's APIs the scenarios drive: the threaded one, or jmslike.aio through the blocking bridge, on
+#: asyncio's event loop or on uvloop's (what uvicorn, and so FastAPI, runs when it is installed).
+Api = Literal["threaded", "aio", "aio-uvloop"]
+APIS: tuple[Api, ...] = ("threaded", "aio", "aio-uvloop")
 
 
 class ScenarioSkipped(Exception):
@@ -122,10 +123,10 @@ class Context:
         self, via: FaultProxy | None = None, options: Mapping[str, object] | None = None, **more: object
     ) -> ConnectionFactory:
         """The API's ConnectionFactory for the broker (without credentials: pass them to createConnection)."""
-        if self.api == "aio":
+        if self.api != "threaded":
             from jmslike.conformance.suite import aio_bridge
 
-            return cast(ConnectionFactory, aio_bridge.factory(self.url(via, options, **more)))
+            return cast(ConnectionFactory, aio_bridge.factory(self.url(via, options, **more), self.api))
         return ConnectionFactory(self.url(via, options, **more))
 
     def connect(
@@ -144,10 +145,10 @@ class Context:
         (give it ``reconnect=True`` if it must work after the restart). URL options are keyword
         arguments: ``ctx.connect(reconnect=True, heartbeat_ms=500)``.
         """
-        if self.api == "aio":  # jmslike.aio, seen through blocking calls (suite/aio_bridge.py)
+        if self.api != "threaded":  # jmslike.aio, seen through blocking calls (suite/aio_bridge.py)
             from jmslike.conformance.suite import aio_bridge
 
-            bridged = aio_bridge.factory(self.url(via, options, **more))
+            bridged = aio_bridge.factory(self.url(via, options, **more), self.api)
             connection = cast(Connection, bridged.createConnection(self.broker.user, self.broker.password))
         else:
             connection = self.factory(via, options, **more).createConnection(

@@ -130,8 +130,13 @@ class RunReport:
     quick: bool = False
     filters: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    #: The jmslike API the scenarios drove: "threaded", or "aio" (jmslike.aio through the blocking bridge).
+    #: The jmslike API the scenarios drove: "threaded", or "aio" / "aio-uvloop" (jmslike.aio through the blocking
+    #: bridge, on asyncio's event loop / on uvloop's).
     api: str = "threaded"
+
+    def api_note(self) -> str:
+        """How the reports name the API, after the run's other facts; "" for the threaded one."""
+        return {"aio": "through jmslike.aio", "aio-uvloop": "through jmslike.aio on uvloop"}.get(self.api, "")
 
     def counts(self) -> dict[str, int]:
         counter = Counter(r.outcome for r in self.results)

@@ -102,7 +102,7 @@ def render(report: RunReport) -> str:
         "<h1>jmslike conformance report</h1>",
         f'<p class="meta">Started {_e(report.started_at)} &middot; wall time {report.wall_time_s:.1f}s '
         f"&middot; seed {report.seed}{' &middot; quick subset' if report.quick else ''}"
-        f"{' &middot; through jmslike.aio' if report.api == 'aio' else ''} &middot; "
+        f"{' &middot; ' + _e(report.api_note()) if report.api_note() else ''} &middot; "
         f"{len(rows)} scenarios, {len(report.results)} results</p>",
         '<section id="summary"><h2>Summary</h2><p>',
         *(

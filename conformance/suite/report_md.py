@@ -25,7 +25,7 @@ def render(report: RunReport) -> str:
         "",
         f"Started {report.started_at}, wall time {report.wall_time_s:.1f}s, seed {report.seed}"
         + (", quick subset" if report.quick else "")
-        + (", through jmslike.aio" if report.api == "aio" else "")
+        + (f", {report.api_note()}" if report.api_note() else "")
         + ".",
         "",
         "| outcome | count |",

@@ -4,6 +4,7 @@ loops a test of the asyncio driver runs on."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
 
@@ -26,6 +27,8 @@ def loop_runner(name: str) -> LoopRunner:
     """The runner of the event loop ``name`` (one of EVENT_LOOPS); skips, saying why, when uvloop is not installed.
     uvloop is what uvicorn (FastAPI) runs when it is there, and its transports (TLS included) are its own code,
     not asyncio's: the driver's socket handling is tested on both."""
+    if name not in EVENT_LOOPS:
+        raise ValueError(f"no event loop {name!r}: one of {', '.join(EVENT_LOOPS)}")
     if name == "uvloop":
         uvloop = pytest.importorskip(
             "uvloop", reason="uvloop is not installed (pip install uvloop; the test extra has it)"
@@ -36,13 +39,15 @@ def loop_runner(name: str) -> LoopRunner:
 
 
 def run(body: Callable[[], Awaitable[None]], deadline_s: float = 60.0) -> None:
-    """Run ``body`` on a fresh event loop; a hang fails the test after ``deadline_s`` instead of stalling it."""
+    """Run ``body`` on a fresh event loop; a hang fails the test after ``deadline_s`` instead of stalling it. The
+    loop is asyncio's, or the one ``JMSLIKE_TEST_EVENT_LOOP`` names (``uvloop``: the whole jmslike.aio suite on
+    it, ``JMSLIKE_TEST_EVENT_LOOP=uvloop pytest tests/integration/test_aio*.py``)."""
 
     async def bounded() -> None:
         async with asyncio.timeout(deadline_s):
             await body()
 
-    asyncio.run(bounded())
+    loop_runner(os.environ.get("JMSLIKE_TEST_EVENT_LOOP", "asyncio"))(bounded())
 
 
 async def open_connection(

@@ -246,3 +246,22 @@ def test_registry_selects_by_pattern_category_and_quick() -> None:
     assert 10 < len(quick) < len(scenarios)
     with pytest.raises(ValueError, match="unknown categories"):
         select(scenarios, categories=["nope"])
+
+
+@pytest.mark.parametrize(
+    ("api", "note"),
+    [("threaded", None), ("aio", "through jmslike.aio"), ("aio-uvloop", "through jmslike.aio on uvloop")],
+)
+def test_both_reports_name_the_api_and_event_loop_the_scenarios_drove(
+    report: RunReport, tmp_path: Path, api: str, note: str | None
+) -> None:
+    report.api = api
+    write_all(report, tmp_path, secrets={SECRET})
+    for name in ("report.md", "report.html"):
+        text = (tmp_path / name).read_text()
+        if note is None:
+            assert "jmslike.aio" not in text, name
+        else:
+            assert note in text, name
+            assert ("uvloop" in text) == (api == "aio-uvloop"), name
+    assert json.loads((tmp_path / "results.json").read_text())["run"]["api"] == api
