@@ -73,6 +73,7 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
 
 
 def _new_event_loop(api: str) -> asyncio.AbstractEventLoop:
+    """uvloop's loop for ``aio-uvloop`` (imported only then: it is an optional install), else asyncio's."""
     if api == "aio-uvloop":
         try:
             import uvloop

@@ -42,13 +42,13 @@ def test_arguments_jmslike_aio_takes_pass() -> None:
 
 
 def test_a_missing_method_is_a_gap_of_jmslike_aio() -> None:
-    session = aio_bridge.Bridged(object.__new__(aio.Session), aio_bridge._the_loop())
+    session = aio_bridge.Bridged(object.__new__(aio.Session), aio_bridge._the_loop("aio"))
     with pytest.raises(NotYetInAioException, match=r"Session\.createSender"):
         session.createSender()
 
 
 def test_acknowledge_of_a_bridged_message_waits_on_the_loop_once() -> None:
-    loop = aio_bridge._the_loop()
+    loop = aio_bridge._the_loop("aio")
     calls: list[str] = []
 
     async def acknowledge() -> None:
@@ -64,7 +64,7 @@ def test_acknowledge_of_a_bridged_message_waits_on_the_loop_once() -> None:
 
 def test_a_listener_s_bridged_calls_run_in_the_listener_s_own_task() -> None:
     """What lets jmslike.aio tell that a listener is calling (it refuses a listener closing its own session)."""
-    loop = aio_bridge._the_loop()
+    loop = aio_bridge._the_loop("aio")
     seen: list[object] = []
 
     async def who_calls() -> str:
@@ -83,3 +83,17 @@ def test_a_listener_s_bridged_calls_run_in_the_listener_s_own_task() -> None:
     result, dispatch_task = asyncio.run_coroutine_threadsafe(dispatch(), loop.loop).result(10)
     assert result == "answered"
     assert seen == [dispatch_task]
+
+
+@pytest.mark.parametrize(("api", "uv"), [("aio", False), ("aio-uvloop", True)])
+def test_each_api_gets_its_own_kind_of_event_loop(api: str, uv: bool) -> None:
+    """``--api aio-uvloop`` drives the scenarios on uvloop's loop, ``--api aio`` on asyncio's; one loop per kind."""
+    if uv:
+        pytest.importorskip("uvloop", reason="uvloop is not installed (the test extra has it)")
+    loop = aio_bridge._the_loop(api)
+    assert loop is aio_bridge._the_loop(api)
+
+    async def kind() -> bool:
+        return isinstance(asyncio.get_running_loop(), asyncio.BaseEventLoop)
+
+    assert loop.run(kind()) is not uv, "asyncio's loops derive from BaseEventLoop, uvloop's do not"
