@@ -33,6 +33,7 @@ import contextlib
 import contextvars
 import logging
 import ssl
+import threading
 from collections.abc import Callable, Mapping
 from typing import Final, cast
 
@@ -64,6 +65,19 @@ log = logging.getLogger(__name__)
 #: The most one read takes: asyncio's own (``max_size``) for a plain protocol. A backlog of 4 KB messages drained
 #: 64 KiB at a time cost more turns of the loop (ActiveMQ, 20,000 messages: 19.5 against 21.4 thousand a second).
 READ_BYTES: Final = 256 * 1024
+
+_buffers = threading.local()
+
+
+def _read_buffer() -> memoryview:
+    """The buffer reads land in, one per thread and so shared by the connections of a thread's event loop: the
+    loop hands it to one connection at a time (get_buffer, the read and buffer_updated run back to back, on
+    asyncio's loop and on uvloop's, TLS or not), and the decoder copies what arrived before anything else runs.
+    One per connection would hold 256 KiB for each connection's whole life."""
+    view: memoryview | None = getattr(_buffers, "view", None)
+    if view is None:
+        view = _buffers.view = memoryview(bytearray(READ_BYTES))
+    return view
 
 
 class AsyncStompConnection(asyncio.BufferedProtocol):
@@ -106,8 +120,12 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
         self._batch = SendBatch()  # coalesced frames, written at the end of the loop's turn
         self._flush_scheduled = False
         self._ended = False
-        self._refused_in_words = False  # the connection ended on the broker's ERROR answering CONNECT
-        self._read_buffer = memoryview(bytearray(READ_BYTES))
+        self._end_reason: str | None = (
+            None  # why jmslike ended it (_end), for a connect() that finds it ended
+        )
+        self._refused = (
+            False  # it ended on a ConnectRefused: the broker's ERROR answering CONNECT, or its silence
+        )
         #: A TLS failure after the handshake (TLS 1.3: the broker refusing our client certificate).
         self.tls_error: str | None = None
 
@@ -150,13 +168,11 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
             with contextlib.suppress(OSError):
                 bound_socket_in_time(sock, self._write_timeout_s)
         log.debug("CONNECT to %s:%s, virtual host %r (login and passcode not shown)", host, port, vhost)
-        if self._ended:  # closed before create_connection's caller ran again
-            if self._refused_in_words:
-                # uvloop reads as soon as the connection is made (it starts reading after connection_made, whatever
-                # that paused): a broker refusing the connection as it accepts it has been heard already, and its
-                # words went out as a ConnectRefused, the answer, as after CONNECT on asyncio's loop.
-                return
-            raise SocketClosed("the connection closed while it opened")
+        if (
+            self._ended
+        ):  # closed before create_connection's caller ran again (uvloop: connection_made says why)
+            self._raise_unless_refused()
+            return
         self._put(transport, data)
         if transport.is_closing() and not self._ended and self._context is None:
             # The write failed: the broker reset the connection, maybe after refusing it as it accepted it. Its
@@ -164,12 +180,23 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
             refusal = unread_refusal(sock.fileno()) if sock is not None else b""
             if refusal:
                 self._received(refusal)
+                if self._ended:
+                    self._raise_unless_refused()
+                    return
         transport.resume_reading()  # CONNECT is written: what the broker says now answers it
         try:
             await self._drain(self._connect_timeout_s)
         except (SocketClosed, WriteStalled):
             self.abort()
             raise
+
+    def _raise_unless_refused(self) -> None:
+        """For connect(), when the connection ended before CONNECT could be written or drained: if the broker
+        refused it (an ERROR, or a close saying nothing), that went out as a ConnectRefused, the answer, as after
+        CONNECT; any other end (bytes that are no STOMP, a reset) raises SocketClosed with its reason, so that the
+        caller learns it the same way on either event loop."""
+        if not self._refused:
+            raise SocketClosed(self._end_reason or "the connection closed while it opened")
 
     async def disconnect(self, timeout_s: float) -> None:
         """DISCONNECT with a receipt (everything before it has reached the broker once it answers), wait for
@@ -367,8 +394,9 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
         # when it is installed) provide the same methods without deriving from asyncio's classes.
         stream = self._transport = cast(asyncio.Transport, transport)
         # Nothing is read before CONNECT is written (connect() resumes): a broker refusing the connection as it
-        # accepts it (an ERROR, or a close) then answers CONNECT, and the refusal keeps its words. (On asyncio's
-        # loop; uvloop starts reading after this returns: connect() says what then.)
+        # accepts it (an ERROR, or a close) then answers CONNECT, and the refusal keeps its words. On asyncio's loop;
+        # uvloop starts reading a plain TCP connection once this returns, whatever it paused, so connect() may find
+        # the refusal heard and the connection ended already (_raise_unless_refused).
         stream.pause_reading()
 
     def pause_writing(self) -> None:
@@ -379,10 +407,13 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
         self._wake_drain_waiters()
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._read_buffer
+        """Where the loop's next read goes (:func:`_read_buffer`). A view, not the bytearray: asyncio's TLS read
+        fills it in pieces through slices, and a slice of a bytearray is a copy (what went there would be lost)."""
+        return _read_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._received(self._read_buffer[:nbytes])
+        """The read landed: the core's decoder copies it before this returns, so the buffer is free again."""
+        self._received(_read_buffer()[:nbytes])
 
     def _received(self, data: bytes | memoryview) -> None:
         """A read: its events, in order, to ``on_event``; then stop reading if the consumers hold enough."""
@@ -390,6 +421,8 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
             return
         protocol = self._protocol
         events = protocol.receive_data(data, asyncio.get_running_loop().time())
+        if protocol.state == "closed":  # the end; maybe the answer to CONNECT (_raise_unless_refused asks)
+            self._refused = any(isinstance(e, ConnectRefused) for e in events)
         for event in events:
             if isinstance(event, ProtocolViolation):
                 self._dispatch(events, upto=event)
@@ -397,7 +430,6 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
                 return
         self._dispatch(events)
         if protocol.state == "closed":  # DISCONNECT answered, CONNECT refused (the event says so), or EOF
-            self._refused_in_words = any(isinstance(e, ConnectRefused) and not e.silent for e in events)
             self._end(None)
             return
         negotiated = protocol.send_every_s or protocol.expect_every_s
@@ -498,6 +530,7 @@ class AsyncStompConnection(asyncio.BufferedProtocol):
         if self._ended:
             return
         self._ended = True
+        self._end_reason = reason
         if self._stall_watch is not None:
             self._stall_watch.cancel()
         task = self._heartbeat_task

@@ -136,6 +136,8 @@ class FrameDecoder:
         return len(self._buffer)
 
     def feed(self, data: bytes | memoryview) -> list[DecodedFrame]:
+        """The frames ``data`` completes, in order. ``data`` is copied into the decoder's own buffer first and never
+        kept: the asyncio driver passes a view of a read buffer it reuses for the next read."""
         if self._failed is not None:
             raise self._failed
         self._buffer += data

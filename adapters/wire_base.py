@@ -158,6 +158,9 @@ class WireBase(Generic[P]):
                 f"broker at {self._where} closed the connection during CONNECT without saying why; check the "
                 "credentials, the client ID and the broker's log"
             )
+        if not self._refused_in_words:  # jmslike ended it (bytes that are no STOMP frame): no refusal, a lost
+            # connection, as _connect_failure says when the same bytes end it before CONNECT is drained
+            return ConnectionLostException(f"cannot reach broker at {self._where}: {self._connect_error}")
         return self._refusal(self._connect_error)
 
     def _refusal(self, text: str) -> JMSException:

@@ -248,6 +248,27 @@ def test_events_do_not_depend_on_how_the_bytes_were_split(frames: list[bytes], c
     assert len(messages) == sum(1 for f in frames if f.startswith(b"MESSAGE"))
 
 
+@settings(max_examples=200)
+@given(frames=server_streams(), cuts=st.lists(st.integers(0, 10_000), max_size=12))
+def test_a_view_of_a_reused_read_buffer_is_copied_before_receive_data_returns(
+    frames: list[bytes], cuts: list[int]
+) -> None:
+    """The asyncio driver hands the core a view of one buffer every read reuses (stomp_async._read_buffer): nothing
+    may keep the view, so overwriting the buffer after each call must change no event, not even a frame a later read
+    completes."""
+    stream = b"".join(frames)
+    points = sorted({cut % (len(stream) + 1) for cut in cuts})
+    chunks = [stream[a:b] for a, b in zip([0, *points], [*points, len(stream)], strict=True) if b > a]
+    buffer = memoryview(bytearray(max((len(c) for c in chunks), default=0)))
+    protocol = _prepared()
+    events: list[Event] = []
+    for chunk in chunks:
+        buffer[: len(chunk)] = chunk
+        events.extend(protocol.receive_data(buffer[: len(chunk)], now=0.0))
+        buffer[:] = b"\xff" * len(buffer)  # the next read lands here
+    assert events == _feed(_prepared(), [stream] if stream else [])
+
+
 def test_an_oversized_frame_closes_the_protocol_after_the_good_ones() -> None:
     protocol = connected(max_frame_bytes=200)
     good = server_frame("MESSAGE", {"destination": "/queue/q"}, b"ok")
