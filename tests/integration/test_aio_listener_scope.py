@@ -14,6 +14,7 @@ import asyncio
 import contextvars
 from collections.abc import Iterator
 
+import aio_support
 import pytest
 from transaction_peer import TransactionPeer, transacted
 
@@ -93,7 +94,7 @@ def test_callbacks_run_one_at_a_time_in_send_order_when_a_listeners_commit_is_cu
             "second ends",
         ]
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_callback_run_by_a_listeners_commit_may_not_stop_or_close_the_connection(
@@ -137,7 +138,7 @@ def test_a_callback_run_by_a_listeners_commit_may_not_stop_or_close_the_connecti
                 "close in wait_for",
             ]
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_listener_may_not_stop_its_connection_and_a_task_it_leaves_running_is_no_listener(
@@ -172,7 +173,7 @@ def test_a_listener_may_not_stop_its_connection_and_a_task_it_leaves_running_is_
             later.set_result(None)
             await asyncio.wait_for(left_running[0], 10)
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_listeners_commit_wrapped_in_wait_for_runs_the_callbacks_queued_behind_the_listener(
@@ -208,7 +209,7 @@ def test_a_listeners_commit_wrapped_in_wait_for_runs_the_callbacks_queued_behind
             await handled
         assert events == ["callback", "commit returned"]
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_task_a_listener_leaves_running_waits_for_it_to_close_or_stop(peer: TransactionPeer) -> None:
@@ -239,7 +240,7 @@ def test_a_task_a_listener_leaves_running_waits_for_it_to_close_or_stop(peer: Tr
             await asyncio.wait_for(spawned[0], 10)
         assert outcomes == ["listener returns", "stop returned", "close returned"]
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_task_a_callback_starts_inside_a_listeners_commit_still_acts_for_that_listener(
@@ -278,7 +279,7 @@ def test_a_task_a_callback_starts_inside_a_listeners_commit_still_acts_for_that_
             await connection.start()
             assert await outcome == "refused"
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_callback_left_running_by_a_listeners_commit_holds_back_the_next_listener(
@@ -337,7 +338,7 @@ def test_a_callback_left_running_by_a_listeners_commit_holds_back_the_next_liste
             "listener returns",
         ]
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_listeners_and_the_exception_listener_keep_the_applications_context_variables(
@@ -371,7 +372,7 @@ def test_listeners_and_the_exception_listener_keep_the_applications_context_vari
             await reported
         assert seen == {"message listener": "app-42", "exception listener": "app-42"}
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_listener_still_running_when_close_is_called_may_send_and_commit() -> None:
@@ -408,7 +409,7 @@ def test_a_listener_still_running_when_close_is_called_may_send_and_commit() -> 
                 "COMMIT",
             ]
 
-        asyncio.run(asyncio.wait_for(scenario(), 60))
+        aio_support.run(scenario, 60)
     finally:
         peer.stop()
 
@@ -438,7 +439,7 @@ def test_a_contexts_close_awaited_by_its_own_listener_is_refused_and_leaves_the_
         await context.close()
         await asyncio.to_thread(peer.wait_for, "DISCONNECT")
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
 
 
 def test_a_producer_closed_from_a_task_a_callback_started_waits_for_the_callback(
@@ -474,4 +475,4 @@ def test_a_producer_closed_from_a_task_a_callback_started_waits_for_the_callback
             await asyncio.wait_for(spawned[0], 10)
         assert events == ["callback starts", "callback ends", "producer.close() returned"]
 
-    asyncio.run(asyncio.wait_for(scenario(), 60))
+    aio_support.run(scenario, 60)
