@@ -391,9 +391,20 @@ class StompProtocol:
     def _ended(self) -> list[Event]:
         was = self.state
         self.state = "closed"
-        if was == "connecting":
-            return [ConnectRefused("connection closed by the broker during CONNECT", silent=True)]
-        return []
+        if was != "connecting":
+            return []
+        held = self._decoder.buffered_bytes if self._decoder is not None else 0
+        if held:
+            # Bytes that never made a frame, then the close: a peer that is no STOMP broker (a Redis "-ERR" line, an
+            # SSH banner), not a broker closing without a word, whose silent refusal would send the user to check
+            # credentials, and keep failover on this host.
+            return [
+                ProtocolViolation(
+                    f"the peer closed the connection during CONNECT after {held} bytes that are no STOMP frame; "
+                    "check that the port is the broker's STOMP port"
+                )
+            ]
+        return [ConnectRefused("connection closed by the broker during CONNECT", silent=True)]
 
     def _on_frame(self, command: str, headers: dict[str, str], body: bytes) -> list[Event]:
         if self.state == "connecting":

@@ -23,16 +23,20 @@ class LoopRunner(Protocol):
     def __call__(self, main: Coroutine[Any, Any, T], /) -> T: ...
 
 
-def loop_runner(name: str) -> LoopRunner:
-    """The runner of the event loop ``name`` (one of EVENT_LOOPS); skips, saying why, when uvloop is not installed.
-    uvloop is what uvicorn (FastAPI) runs when it is there, and its transports (TLS included) are its own code,
-    not asyncio's: the driver's socket handling is tested on both."""
+def loop_runner(name: str, *, skip_if_missing: bool = True) -> LoopRunner:
+    """The runner of the event loop ``name`` (one of EVENT_LOOPS). Without uvloop installed, a test asking for it
+    skips, saying why, or fails when ``skip_if_missing`` is False (a run that asked for uvloop by name). uvloop is
+    what uvicorn (FastAPI) runs when it is there, and its transports (TLS included) are its own code, not
+    asyncio's: the driver's socket handling is tested on both."""
     if name not in EVENT_LOOPS:
         raise ValueError(f"no event loop {name!r}: one of {', '.join(EVENT_LOOPS)}")
     if name == "uvloop":
-        uvloop = pytest.importorskip(
-            "uvloop", reason="uvloop is not installed (pip install uvloop; the test extra has it)"
-        )
+        if skip_if_missing:
+            uvloop = pytest.importorskip(
+                "uvloop", reason="uvloop is not installed (pip install uvloop; the test extra has it)"
+            )
+        else:
+            import uvloop
         runner: LoopRunner = uvloop.run
         return runner
     return asyncio.run
@@ -40,20 +44,15 @@ def loop_runner(name: str) -> LoopRunner:
 
 def run(body: Callable[[], Awaitable[None]], deadline_s: float = 60.0) -> None:
     """Run ``body`` on a fresh event loop; a hang fails the test after ``deadline_s`` instead of stalling it. The
-    loop is asyncio's, or the one ``JMSLIKE_TEST_EVENT_LOOP`` names (``uvloop``: the whole jmslike.aio suite on
-    it, ``JMSLIKE_TEST_EVENT_LOOP=uvloop pytest tests/integration/test_aio*.py``)."""
+    loop is asyncio's, or the one ``JMSLIKE_TEST_EVENT_LOOP`` names (``uvloop``: the jmslike.aio suite on it,
+    ``JMSLIKE_TEST_EVENT_LOOP=uvloop pytest tests/integration/test_aio*.py tests/integration/test_transaction_ends.py``
+    from the repository's root; docs/aio.md)."""
 
     async def bounded() -> None:
         async with asyncio.timeout(deadline_s):
             await body()
 
-    asked = os.environ.get("JMSLIKE_TEST_EVENT_LOOP", "asyncio")
-    if asked == "uvloop":
-        import uvloop  # asked for by name: its absence fails the run instead of skipping every test
-
-        uvloop.run(bounded())
-    else:
-        loop_runner(asked)(bounded())
+    loop_runner(os.environ.get("JMSLIKE_TEST_EVENT_LOOP", "asyncio"), skip_if_missing=False)(bounded())
 
 
 async def open_connection(

@@ -436,6 +436,29 @@ def test_a_broker_that_stops_reading_acknowledgements_is_dropped_within_the_writ
     assert elapsed < DEADLINE_S
 
 
+def _connected_peer(listener: socket.socket, context: ssl.SSLContext | None) -> socket.socket:
+    """A scripted peer's side of one connection: accepted (TLS when ``context``), CONNECT read, CONNECTED answered."""
+    listener.settimeout(DEADLINE_S)
+    accepted, _ = listener.accept()
+    conn = context.wrap_socket(accepted, server_side=True) if context else accepted
+    seen = b""
+    while b"\x00" not in seen:
+        seen += conn.recv(4096)
+    conn.sendall(b"CONNECTED\nversion:1.2\n\n\x00")
+    return conn
+
+
+def _peer_tls(directory: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A scripted peer's TLS context and the client's that trusts it (certificates made in ``directory``)."""
+    pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
+    from jmslike.conformance.brokers.tls import generate
+
+    material = generate(directory)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
+    return server_context, ssl.create_default_context(cafile=str(material.ca_file))
+
+
 @pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
 def test_a_broker_reading_slowly_but_steadily_is_not_dropped(
     tls: bool, tmp_path: Path, run_loop: LoopRunner
@@ -449,26 +472,10 @@ def test_a_broker_reading_slowly_but_steadily_is_not_dropped(
     taken = threading.Event()
     stop = threading.Event()
     listener = socket.create_server(("127.0.0.1", 0))
-    server_context: ssl.SSLContext | None = None
-    client_context: ssl.SSLContext | None = None
-    if tls:
-        pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
-        from jmslike.conformance.brokers.tls import generate
-
-        material = generate(tmp_path)
-        server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
-        client_context = ssl.create_default_context(cafile=str(material.ca_file))
+    server_context, client_context = _peer_tls(tmp_path) if tls else (None, None)
 
     def slow_reader() -> None:
-        listener.settimeout(DEADLINE_S)
-        accepted, _ = listener.accept()
-        conn = server_context.wrap_socket(accepted, server_side=True) if server_context else accepted
-        with conn:
-            seen = b""
-            while b"\x00" not in seen:
-                seen += conn.recv(4096)
-            conn.sendall(b"CONNECTED\nversion:1.2\n\n\x00")
+        with _connected_peer(listener, server_context) as conn:
             while not stop.is_set():
                 # The bytes on the wire, ciphertext under TLS: decrypting 20 MB/s in this process's thread would
                 # pace the GIL, not the wire.
@@ -523,16 +530,7 @@ def test_frames_arriving_in_many_reads_and_records_come_out_whole(
     pieces (TLS records under TLS) so that frames straddle reads; every body must arrive as sent, in order."""
     count = 3000
     listener = socket.create_server(("127.0.0.1", 0))
-    server_context: ssl.SSLContext | None = None
-    client_context: ssl.SSLContext | None = None
-    if tls:
-        pytest.importorskip("cryptography", reason="generates the peer's certificate with `cryptography`")
-        from jmslike.conformance.brokers.tls import generate
-
-        material = generate(tmp_path)
-        server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        server_context.load_cert_chain(str(material.broker_cert), str(material.broker_key))
-        client_context = ssl.create_default_context(cafile=str(material.ca_file))
+    server_context, client_context = _peer_tls(tmp_path) if tls else (None, None)
 
     def body(i: int) -> bytes:
         return f"{i:05d}".encode() * (1 + i % 97)
@@ -545,14 +543,7 @@ def test_frames_arriving_in_many_reads_and_records_come_out_whole(
     done = threading.Event()
 
     def burst() -> None:
-        listener.settimeout(DEADLINE_S)
-        accepted, _ = listener.accept()
-        conn = server_context.wrap_socket(accepted, server_side=True) if server_context else accepted
-        with conn:
-            seen = b""
-            while b"\x00" not in seen:
-                seen += conn.recv(4096)
-            conn.sendall(b"CONNECTED\nversion:1.2\n\n\x00")
+        with _connected_peer(listener, server_context) as conn:
             for start in range(0, len(frames), 3000):
                 conn.sendall(frames[start : start + 3000])
             done.wait(DEADLINE_S)

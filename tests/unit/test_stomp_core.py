@@ -91,6 +91,22 @@ def test_close_during_connect_is_a_silent_refusal() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "answer", [b"-ERR unknown command 'CONNECT'\r\n", b"SSH-2.0-OpenSSH_9.2\r\n", b"ERROR\nmessage:cut"]
+)
+def test_a_close_after_bytes_that_made_no_frame_is_a_protocol_violation_not_a_silent_refusal(
+    answer: bytes,
+) -> None:
+    """A peer that is no STOMP broker (Redis, SSH) answers with a line and closes; so does a broker cut off in the
+    middle of its ERROR. Neither closed without a word: a silent refusal would send the user to check credentials."""
+    protocol = StompProtocol()
+    protocol.connect("/", {}, now=0.0)
+    assert protocol.receive_data(answer, now=0.0) == []
+    (event,) = protocol.receive_data(b"", now=1.0)
+    assert isinstance(event, ProtocolViolation) and f"{len(answer)} bytes" in event.reason
+    assert protocol.state == "closed"
+
+
 def test_any_other_answer_to_connect_is_a_protocol_violation() -> None:
     protocol = StompProtocol()
     protocol.connect("/", {}, now=0.0)
